@@ -1,0 +1,41 @@
+// Paging parameters (AutoPager Table I): defaults, then UMAP_* environment variables, then the API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace autopager {
+
+// A refused configuration; what() names the parameter (and its environment variable) and the allowed range.
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct Config {
+  std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page
+  unsigned fillers = 0;             // threads reading pages from stores
+  unsigned evictors = 0;            // threads writing back and evicting
+  std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
+  unsigned evict_high_water = 90;   // % of the buffer at which eviction starts
+  unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
+  unsigned read_ahead = 0;          // pages fetched after a faulting one
+  unsigned max_fault_events = 0;    // fault events read from the kernel per call
+
+  // System page, hardware threads, 80% of available memory.
+  static Config defaults();
+  // `base` overridden by every UMAP_* variable that is set. Throws ConfigError on a bad value.
+  static Config from_environment(const Config& base = defaults());
+  // Throws ConfigError when a value is out of range or inconsistent.
+  void validate() const;
+
+  std::size_t buffer_bytes() const { return static_cast<std::size_t>(buffer_pages) * page_size; }
+  std::string to_string() const;
+};
+
+std::size_t system_page_size();
+unsigned hardware_threads();
+
+}  // namespace autopager

@@ -1,0 +1,26 @@
+// Counters a pager keeps; readable at any time, printed at exit when UMAP_PRINT_STATS=1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace autopager {
+
+struct Stats {
+  std::uint64_t read_faults = 0;       // faults on missing pages by reads
+  std::uint64_t write_faults = 0;      // faults by writes (missing pages, or first write to a clean page)
+  std::uint64_t fills = 0;             // pages read from a store and installed (demand, read-ahead, prefetch)
+  std::uint64_t bytes_read = 0;
+  std::uint64_t evictions = 0;         // pages released from the buffer
+  std::uint64_t write_backs = 0;       // dirty pages written to a store
+  std::uint64_t bytes_written = 0;
+  std::uint64_t write_errors = 0;      // write-backs that failed (the page stays resident and dirty)
+  std::uint64_t resident_pages = 0;    // now
+  std::uint64_t dirty_pages = 0;       // now
+  double fault_service_mean_us = 0;    // from reading the fault to waking the faulting thread
+  double fault_service_p99_us = 0;
+
+  std::string to_json() const;
+};
+
+}  // namespace autopager

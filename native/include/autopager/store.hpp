@@ -1,0 +1,53 @@
+// Backing stores: where a region's bytes live. A user can implement Store for any other medium.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace autopager {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Read up to `n` bytes at `offset`; returns the bytes read (fewer at the end of the store; the pager
+  // zero-fills the rest) or -1 with errno set. Called concurrently from several threads.
+  virtual ssize_t read(void* dst, std::size_t n, std::uint64_t offset) = 0;
+  // Write all `n` bytes at `offset`; returns n or -1 with errno set. Called concurrently.
+  virtual ssize_t write(const void* src, std::size_t n, std::uint64_t offset) = 0;
+  // Current size in bytes.
+  virtual std::uint64_t size() const = 0;
+  // Whether writes past size() extend the store (a file does; a fixed buffer does not).
+  virtual bool can_grow() const { return false; }
+  // Make written bytes durable; returns 0 or -1 with errno set.
+  virtual int sync() { return 0; }
+};
+
+// A file, or a window of it. `length` 0 means to the end of the file.
+struct FileStoreOptions {
+  bool writable = true;
+  bool direct = false;        // O_DIRECT: bypass the kernel's page cache
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+// Opens `path`; throws std::system_error naming the path when it cannot.
+std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options = {});
+// Uses an already open descriptor (not closed by the store); `length` 0 means the file's size less offset.
+std::shared_ptr<Store> make_fd_store(int fd, std::uint64_t offset = 0, std::uint64_t length = 0);
+
+// Several files, each with its own offset and length, seen as one contiguous store in the given order.
+struct FileSegment {
+  std::string path;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;   // 0: to the end of the file
+};
+std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& segments, bool writable = true);
+
+// Bytes in this process's memory: a store that costs (almost) nothing, to measure the pager alone.
+std::shared_ptr<Store> make_memory_store(std::uint64_t size);
+
+}  // namespace autopager

@@ -1,0 +1,58 @@
+/* The UMap C API (UMap v2 signatures): programs written for UMap build against autopager unchanged
+ * and link with -lumap. Every call goes to one process-wide pager configured from UMAP_* variables. */
+#ifndef AUTOPAGER_UMAP_H
+#define AUTOPAGER_UMAP_H
+
+#ifdef __cplusplus
+#include <cstddef>
+#include <cstdint>
+#else
+#include <stddef.h>
+#include <stdint.h>
+#endif
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define UMAP_PRIVATE MAP_PRIVATE
+#define UMAP_FIXED MAP_FIXED
+#define UMAP_FAILED ((void*)-1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct umap_prefetch_item {
+  void* page_base_addr;
+};
+#ifndef __cplusplus
+typedef struct umap_prefetch_item umap_prefetch_item;
+#endif
+
+/* Maps `length` bytes of the file `fd` from `offset`. Returns UMAP_FAILED with errno set (EINVAL for a
+ * refused configuration, whose reason is printed on stderr). */
+void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset);
+/* Writes back the region's dirty pages and releases it. */
+int uunmap(void* addr, size_t length);
+/* Writes back every dirty page of every region. */
+int umap_flush(void);
+/* Brings in the pages holding the given addresses, asynchronously. */
+void umap_prefetch(int npages, struct umap_prefetch_item* page_array);
+/* 1 when writes are tracked with userfaultfd write-protect. */
+int umap_has_write_support(void);
+
+long umapcfg_get_system_page_size(void);
+uint64_t umapcfg_get_umap_page_size(void);
+uint64_t umapcfg_get_max_fault_events(void);
+uint64_t umapcfg_get_num_fillers(void);
+uint64_t umapcfg_get_num_evictors(void);
+uint64_t umapcfg_get_max_pages_in_buffer(void);
+uint64_t umapcfg_get_read_ahead(void);
+int umapcfg_get_evict_low_water_threshold(void);
+int umapcfg_get_evict_high_water_threshold(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
