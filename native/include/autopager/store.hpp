@@ -21,6 +21,8 @@ class Store {
   virtual ssize_t write(const void* src, std::size_t n, std::uint64_t offset) = 0;
   // Current size in bytes.
   virtual std::uint64_t size() const = 0;
+  // Whether the store accepts writes at all (a file opened read-only does not).
+  virtual bool writable() const { return true; }
   // Whether writes past size() extend the store (a file does; a fixed buffer does not).
   virtual bool can_grow() const { return false; }
   // Make written bytes durable; returns 0 or -1 with errno set.
@@ -36,8 +38,9 @@ struct FileStoreOptions {
 };
 // Opens `path`; throws std::system_error naming the path when it cannot.
 std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options = {});
-// Uses an already open descriptor (not closed by the store); `length` 0 means the file's size less offset.
-std::shared_ptr<Store> make_fd_store(int fd, std::uint64_t offset = 0, std::uint64_t length = 0);
+// Uses an already open descriptor (options.direct is ignored: open it with O_DIRECT for that). The
+// store closes it when destroyed if `take_ownership`.
+std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options = {}, bool take_ownership = false);
 
 // Several files, each with its own offset and length, seen as one contiguous store in the given order.
 struct FileSegment {

@@ -1,0 +1,66 @@
+#include "buffer.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace autopager {
+namespace {
+constexpr std::size_t kStripes = 4096;
+// How long a fault waits for the evictors before evicting a page itself.
+constexpr auto kEvictorGrace = std::chrono::milliseconds(2);
+}  // namespace
+
+Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
+               std::unique_ptr<EvictionPolicy> policy)
+    : capacity_(capacity),
+      high_water_(std::max<std::uint64_t>(1, capacity * high_water_pct / 100)),
+      low_water_(std::min(capacity * low_water_pct / 100, std::max<std::uint64_t>(1, capacity * high_water_pct / 100) - 1)),
+      policy_(std::move(policy)),
+      stripes_(kStripes) {}
+
+bool Buffer::try_reserve() {
+  std::uint64_t r = resident_.load(std::memory_order_relaxed);
+  while (r < capacity_) {
+    if (resident_.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel)) {
+      if (r + 1 >= high_water_) notify_evictors();
+      return true;
+    }
+  }
+  notify_evictors();
+  return false;
+}
+
+void Buffer::reserve(const std::function<bool()>& evict_one) {
+  while (!try_reserve()) {
+    {
+      std::unique_lock<std::mutex> lock(pressure_mutex_);
+      slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() < capacity_; });
+    }
+    if (resident() >= capacity_) evict_one();
+  }
+}
+
+void Buffer::release() {
+  resident_.fetch_sub(1, std::memory_order_acq_rel);
+  std::lock_guard<std::mutex> lock(pressure_mutex_);
+  slot_freed_.notify_all();
+}
+
+void Buffer::notify_evictors() {
+  std::lock_guard<std::mutex> lock(pressure_mutex_);
+  pressure_.notify_all();
+}
+
+bool Buffer::wait_for_pressure(const std::atomic<bool>& stop) {
+  std::unique_lock<std::mutex> lock(pressure_mutex_);
+  pressure_.wait(lock, [&] { return stop.load() || resident() >= high_water_; });
+  return !stop.load();
+}
+
+void Buffer::wake_all() {
+  std::lock_guard<std::mutex> lock(pressure_mutex_);
+  pressure_.notify_all();
+  slot_freed_.notify_all();
+}
+
+}  // namespace autopager

@@ -1,0 +1,62 @@
+// The buffer shared by all regions of a pager: at most `capacity` pages resident. A slot is reserved
+// before a page is filled and released when it is evicted. Crossing the high water mark wakes the
+// evictors, who drain to the low water mark.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "policy/eviction_policy.hpp"
+#include "region.hpp"
+
+namespace autopager {
+
+class Buffer {
+ public:
+  Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
+         std::unique_ptr<EvictionPolicy> policy);
+
+  // Takes a slot when one is free, without waiting.
+  bool try_reserve();
+  // Takes a slot, waiting for the evictors; when they lag, calls `evict_one` itself so that a fault
+  // never waits forever.
+  void reserve(const std::function<bool()>& evict_one);
+  void release();
+
+  // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
+  bool wait_for_pressure(const std::atomic<bool>& stop);
+  bool above_low_water() const { return resident() > low_water_; }
+  void wake_all();  // for shutdown
+
+  std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
+  std::uint64_t capacity() const { return capacity_; }
+  EvictionPolicy& policy() { return *policy_; }
+  // Serializes every change of one page's state (fill, write-back, eviction).
+  std::mutex& lock_for(const Region& region, std::uint64_t page) {
+    return stripes_[(region.id * 0x9E3779B97F4A7C15ull + page) % stripes_.size()].m;
+  }
+
+ private:
+  struct alignas(64) Stripe {
+    std::mutex m;
+  };
+  void notify_evictors();
+
+  const std::uint64_t capacity_;
+  const std::uint64_t high_water_;
+  const std::uint64_t low_water_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  std::atomic<std::uint64_t> resident_{0};
+  std::vector<Stripe> stripes_;
+
+  std::mutex pressure_mutex_;
+  std::condition_variable pressure_;   // evictors wait here
+  std::condition_variable slot_freed_; // faults waiting for a slot wait here
+};
+
+}  // namespace autopager

@@ -1,0 +1,130 @@
+// The UMap C API over one process-wide pager, created from the UMAP_* environment on first use.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+#include "autopager/pager.hpp"
+#include "umap/umap.h"
+
+namespace autopager {
+namespace {
+
+std::mutex default_pager_mutex;
+Pager* default_pager_instance = nullptr;  // never destroyed: other static destructors may still fault
+
+}  // namespace
+
+Pager& default_pager() {
+  std::lock_guard<std::mutex> lock(default_pager_mutex);
+  if (default_pager_instance == nullptr) default_pager_instance = new Pager(Config::from_environment());
+  return *default_pager_instance;
+}
+
+}  // namespace autopager
+
+using autopager::default_pager;
+
+namespace {
+
+// Runs `body` against the default pager; on an exception prints why, sets errno and returns `failed`.
+template <typename T, typename Body>
+T with_default_pager(T failed, Body body) {
+  try {
+    return body(default_pager());
+  } catch (const autopager::ConfigError& e) {
+    std::fprintf(stderr, "umap: %s\n", e.what());
+    errno = EINVAL;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "umap: %s\n", e.what());
+    errno = EINVAL;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "umap: %s\n", e.what());
+    errno = e.code().value();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "umap: %s\n", e.what());
+    errno = ENOMEM;
+  }
+  return failed;
+}
+
+}  // namespace
+
+extern "C" {
+
+void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  if ((flags & UMAP_PRIVATE) == 0 || (flags & UMAP_FIXED) != 0 || offset < 0) {
+    std::fprintf(stderr, "umap: flags must be UMAP_PRIVATE (UMAP_FIXED is not supported) and offset >= 0\n");
+    errno = EINVAL;
+    return UMAP_FAILED;
+  }
+  (void)addr;  // a hint only, as for mmap without MAP_FIXED
+  return with_default_pager<void*>(UMAP_FAILED, [&](autopager::Pager& pager) {
+    // The store owns a duplicate, so the program may close its descriptor while the region lives.
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) throw std::system_error(errno, std::generic_category(), "the file descriptor given to umap");
+    std::shared_ptr<autopager::Store> store;
+    try {
+      autopager::FileStoreOptions options;
+      options.writable = (prot & PROT_WRITE) != 0;
+      options.offset = static_cast<std::uint64_t>(offset);
+      store = autopager::make_fd_store(own, options, true);
+    } catch (...) {
+      close(own);
+      throw;
+    }
+    return pager.map(std::move(store), length, prot);
+  });
+}
+
+int uunmap(void* addr, size_t length) {
+  (void)length;
+  return with_default_pager<int>(-1, [&](autopager::Pager& pager) {
+    if (pager.region_base(addr) != addr) {
+      errno = EINVAL;
+      return -1;
+    }
+    return pager.unmap(addr) ? 0 : -1;
+  });
+}
+
+int umap_flush(void) {
+  return with_default_pager<int>(-1, [](autopager::Pager& pager) { return pager.flush(); });
+}
+
+void umap_prefetch(int npages, struct umap_prefetch_item* page_array) {
+  if (npages <= 0 || page_array == nullptr) return;
+  with_default_pager<int>(-1, [&](autopager::Pager& pager) {
+    std::vector<void*> addresses(static_cast<std::size_t>(npages));
+    for (int i = 0; i < npages; ++i) addresses[static_cast<std::size_t>(i)] = page_array[i].page_base_addr;
+    pager.prefetch(addresses.data(), addresses.size());
+    return 0;
+  });
+}
+
+int umap_has_write_support(void) {
+  return with_default_pager<int>(0, [](autopager::Pager& pager) { return pager.has_write_protect() ? 1 : 0; });
+}
+
+long umapcfg_get_system_page_size(void) { return static_cast<long>(autopager::system_page_size()); }
+
+#define AUTOPAGER_CONFIG_GETTER(type, name, field)                                                  \
+  type name(void) {                                                                               \
+    return with_default_pager<type>(0, [](autopager::Pager& p) { return static_cast<type>(p.config().field); }); \
+  }
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_umap_page_size, page_size)
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_max_fault_events, max_fault_events)
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_num_fillers, fillers)
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_num_evictors, evictors)
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_max_pages_in_buffer, buffer_pages)
+AUTOPAGER_CONFIG_GETTER(uint64_t, umapcfg_get_read_ahead, read_ahead)
+AUTOPAGER_CONFIG_GETTER(int, umapcfg_get_evict_low_water_threshold, evict_low_water)
+AUTOPAGER_CONFIG_GETTER(int, umapcfg_get_evict_high_water_threshold, evict_high_water)
+#undef AUTOPAGER_CONFIG_GETTER
+
+}  // extern "C"

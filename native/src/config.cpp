@@ -1,0 +1,172 @@
+#include "autopager/config.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+namespace autopager {
+namespace {
+
+constexpr std::uint64_t kMaxThreads = 1024;
+constexpr std::uint64_t kMaxFaultEvents = 4096;
+constexpr std::uint64_t kMaxReadAhead = 1 << 20;
+constexpr std::uint64_t kMaxPageSize = 1ull << 30;
+
+struct Parameter {
+  const char* name;
+  const char* env;
+};
+constexpr Parameter kPageSize{"page_size", "UMAP_PAGESIZE"};
+constexpr Parameter kFillers{"fillers", "UMAP_PAGE_FILLERS"};
+constexpr Parameter kEvictors{"evictors", "UMAP_PAGE_EVICTORS"};
+constexpr Parameter kBuffer{"buffer_size", "UMAP_BUFSIZE"};
+constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD"};
+constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
+constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD"};
+constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
+// UMap's paper spells this one without the underscores; both are read.
+constexpr const char* kFaultEventsAlias = "UMAP_MAXFAULTEVENTS";
+
+std::uint64_t physical_memory() {
+  return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * system_page_size();
+}
+
+std::uint64_t available_memory() {
+  return static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * system_page_size();
+}
+
+std::uint64_t max_buffer_pages(std::size_t page_size) { return physical_memory() / page_size; }
+
+std::uint64_t default_buffer_pages(std::size_t page_size) {
+  std::uint64_t pages = available_memory() / 10 * 8 / page_size;
+  return pages > 0 ? pages : 1;
+}
+
+[[noreturn]] void refuse(const Parameter& p, std::uint64_t value, const std::string& why, const std::string& allowed) {
+  std::ostringstream out;
+  out << p.name << " (" << p.env << ") = " << value << ": " << why << "; allowed: " << allowed;
+  throw ConfigError(out.str());
+}
+
+void check_range(const Parameter& p, std::uint64_t value, std::uint64_t lo, std::uint64_t hi, const char* unit = "") {
+  if (value < lo || value > hi) {
+    std::ostringstream allowed;
+    allowed << "an integer from " << lo << " to " << hi << unit;
+    refuse(p, value, "out of range", allowed.str());
+  }
+}
+
+// Reads a variable as a non-negative integer; returns false when it is not set.
+bool read_env(const Parameter& p, const char* env, std::uint64_t* out) {
+  const char* text = std::getenv(env);
+  if (text == nullptr) return false;
+  const char* start = text;
+  while (*start == ' ') ++start;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(start, &end, 10);
+  while (end != nullptr && *end == ' ') ++end;
+  if (*start < '0' || *start > '9' || errno == ERANGE || end == start || *end != '\0') {
+    std::ostringstream out;
+    out << p.env << "=\"" << text << "\" is not a number; " << p.name << " takes a non-negative integer";
+    throw ConfigError(out.str());
+  }
+  *out = value;
+  return true;
+}
+
+template <typename T>
+void read_env_into(const Parameter& p, T* field, const char* env = nullptr) {
+  std::uint64_t value;
+  if (!read_env(p, env ? env : p.env, &value)) return;
+  if (value > std::numeric_limits<T>::max()) {
+    refuse(p, value, "out of range", "at most " + std::to_string(std::numeric_limits<T>::max()));
+  }
+  *field = static_cast<T>(value);
+}
+
+}  // namespace
+
+std::size_t system_page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+
+unsigned hardware_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
+Config Config::defaults() {
+  Config c;
+  c.page_size = system_page_size();
+  c.fillers = hardware_threads();
+  c.evictors = hardware_threads();
+  c.buffer_pages = default_buffer_pages(c.page_size);
+  c.evict_high_water = 90;
+  c.evict_low_water = 70;
+  c.read_ahead = 0;
+  c.max_fault_events = hardware_threads();
+  return c;
+}
+
+Config Config::from_environment(const Config& base) {
+  Config c = base;
+  read_env_into(kPageSize, &c.page_size);
+  read_env_into(kFillers, &c.fillers);
+  read_env_into(kEvictors, &c.evictors);
+  bool buffer_given = std::getenv(kBuffer.env) != nullptr;
+  read_env_into(kBuffer, &c.buffer_pages);
+  read_env_into(kHighWater, &c.evict_high_water);
+  read_env_into(kLowWater, &c.evict_low_water);
+  read_env_into(kReadAhead, &c.read_ahead);
+  read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
+  read_env_into(kFaultEvents, &c.max_fault_events);
+  // A default buffer is a number of bytes: keep it when only the page size changes.
+  if (!buffer_given && c.page_size != base.page_size && c.page_size > 0 && base.page_size > 0) {
+    std::uint64_t pages = base.buffer_pages * base.page_size / c.page_size;
+    c.buffer_pages = pages > 0 ? pages : 1;
+  }
+  c.validate();
+  return c;
+}
+
+void Config::validate() const {
+  const std::size_t sys = system_page_size();
+  if (page_size == 0 || page_size % sys != 0 || page_size > kMaxPageSize) {
+    std::ostringstream allowed;
+    allowed << "a multiple of the system page size " << sys << " from " << sys << " to " << kMaxPageSize;
+    refuse(kPageSize, page_size, page_size % sys != 0 ? "not a multiple of the system page size" : "out of range",
+           allowed.str());
+  }
+  check_range(kFillers, fillers, 1, kMaxThreads);
+  check_range(kEvictors, evictors, 1, kMaxThreads);
+  const std::uint64_t max_pages = max_buffer_pages(page_size);
+  if (buffer_pages < 1 || buffer_pages > max_pages) {
+    std::ostringstream allowed;
+    allowed << "from 1 to " << max_pages << " pages of " << page_size << " bytes (physical memory)";
+    refuse(kBuffer, buffer_pages, buffer_pages < 1 ? "smaller than one page" : "larger than physical memory",
+           allowed.str());
+  }
+  check_range(kHighWater, evict_high_water, 1, 100, " percent");
+  check_range(kLowWater, evict_low_water, 0, 99, " percent");
+  if (evict_low_water >= evict_high_water) {
+    std::ostringstream allowed;
+    allowed << "below evict_high_water (UMAP_EVICT_HIGH_WATER_THRESHOLD) = " << evict_high_water;
+    refuse(kLowWater, evict_low_water, "not below the high water mark", allowed.str());
+  }
+  check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
+  check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
+}
+
+std::string Config::to_string() const {
+  std::ostringstream out;
+  out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
+      << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
+      << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
+      << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events << "}";
+  return out.str();
+}
+
+}  // namespace autopager

@@ -1,0 +1,138 @@
+#include "paging.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+namespace autopager {
+
+bool Paging::fill(const RegionPtr& region_ptr, std::uint64_t page, bool for_write, bool speculative,
+                  char* io_buffer) {
+  Region& region = *region_ptr;
+  if (region.state(page) != PageState::kAbsent || region.closing.load()) return false;
+  if (speculative) {
+    if (!buffer_.try_reserve()) return false;
+  } else {
+    buffer_.reserve([this] { return evict_one(); });
+  }
+
+  std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
+  if (region.state(page) != PageState::kAbsent || region.closing.load()) {
+    lock.unlock();
+    buffer_.release();
+    return false;
+  }
+  const std::size_t page_size = region.page_size;
+  ssize_t got = region.store->read(io_buffer, page_size, region.page_offset(page));
+  if (got < 0) {
+    std::fprintf(stderr, "autopager: reading page %llu of a region failed: %s; serving zeros\n",
+                 static_cast<unsigned long long>(page), std::strerror(errno));
+    got = 0;
+  }
+  if (static_cast<std::size_t>(got) < page_size) std::memset(io_buffer + got, 0, page_size - got);
+
+  // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
+  const bool dirty = region.writable && (for_write || !region.track_writes);
+  const bool protect = region.track_writes && !for_write;
+  int err = uffd_.copy(region.page_address(page), io_buffer, page_size, protect);
+  if (err != 0 && err != EEXIST) {
+    lock.unlock();
+    buffer_.release();
+    if (err != ENOENT && err != ESRCH)  // the range is going away (unmap, exit)
+      std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
+    return false;
+  }
+  region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
+  if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
+  buffer_.policy().on_fill(PageRef{region_ptr, page});
+  lock.unlock();
+
+  StatsCounters::add(stats_.fills);
+  StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
+  return true;
+}
+
+void Paging::resolve_write(Region& region, std::uint64_t page) {
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+  void* address = region.page_address(page);
+  if (region.state(page) == PageState::kClean && region.track_writes) {
+    region.set_state(page, PageState::kDirty);
+    stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
+    if (uffd_.write_protect(address, region.page_size, false) == 0) return;  // clearing wakes the writer
+  }
+  // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
+  uffd_.wake(address, region.page_size);
+}
+
+int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resident) {
+  if (region.state(page) != PageState::kDirty) return 0;
+  char* address = region.page_address(page);
+  // Write-protect first: a write during the copy-out faults and waits for the lock we hold.
+  if (region.track_writes) uffd_.write_protect(address, region.page_size, true);
+  std::size_t bytes = region.page_bytes(page);
+  if (region.store->write(address, bytes, region.page_offset(page)) != static_cast<ssize_t>(bytes)) {
+    int err = errno != 0 ? errno : EIO;
+    StatsCounters::add(stats_.write_errors);
+    std::fprintf(stderr, "autopager: writing back page %llu failed: %s; the page stays resident\n",
+                 static_cast<unsigned long long>(page), std::strerror(err));
+    if (region.track_writes) uffd_.write_protect(address, region.page_size, false);
+    return err;
+  }
+  StatsCounters::add(stats_.write_backs);
+  StatsCounters::add(stats_.bytes_written, bytes);
+  // Without write-protect a page kept resident may be written again unseen: it stays dirty.
+  if (!keep_resident || region.track_writes) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+  if (keep_resident && region.track_writes) region.set_state(page, PageState::kClean);
+  return 0;
+}
+
+int Paging::write_back(Region& region, std::uint64_t page) {
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+  return write_back_locked(region, page, true);
+}
+
+void Paging::drop_locked(Region& region, std::uint64_t page) {
+  madvise(region.page_address(page), region.page_size, MADV_DONTNEED);
+  region.set_state(page, PageState::kAbsent);
+  StatsCounters::add(stats_.evictions);
+}
+
+bool Paging::evict_one() {
+  for (;;) {
+    std::optional<PageRef> victim = buffer_.policy().next_victim();
+    if (!victim) return false;
+    Region& region = *victim->region;
+    std::unique_lock<std::mutex> lock(buffer_.lock_for(region, victim->page));
+    // Stale: already evicted, or its region is being unmapped (which releases its pages itself).
+    if (region.state(victim->page) == PageState::kAbsent || region.closing.load()) continue;
+    if (write_back_locked(region, victim->page, false) != 0) {
+      buffer_.policy().on_kept(std::move(*victim));
+      return false;
+    }
+    drop_locked(region, victim->page);
+    lock.unlock();
+    buffer_.release();
+    return true;
+  }
+}
+
+int Paging::release_region(Region& region) {
+  int first_error = 0;
+  for (std::uint64_t page = 0; page < region.page_count; ++page) {
+    if (region.state(page) == PageState::kAbsent) continue;
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+    if (region.state(page) == PageState::kAbsent) continue;
+    int err = write_back_locked(region, page, false);
+    if (err != 0 && first_error == 0) first_error = err;
+    if (err != 0) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+    region.set_state(page, PageState::kAbsent);
+    buffer_.release();
+  }
+  buffer_.policy().forget_region(region);
+  return first_error;
+}
+
+}  // namespace autopager

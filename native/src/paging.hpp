@@ -1,0 +1,43 @@
+// What happens to one page: filled from its store, made writable on first write, written back,
+// evicted. Each operation holds the page's stripe lock, so two faults on one page cause one read.
+#pragma once
+
+#include <cstdint>
+
+#include "autopager/config.hpp"
+#include "buffer.hpp"
+#include "region.hpp"
+#include "stats_counters.hpp"
+#include "uffd.hpp"
+
+namespace autopager {
+
+class Paging {
+ public:
+  Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats)
+      : config_(config), uffd_(uffd), buffer_(buffer), stats_(stats) {}
+
+  // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
+  // fill waits for a buffer slot, a speculative one (read-ahead, prefetch) gives up when none is free.
+  // Returns true when this call read the page.
+  bool fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative, char* io_buffer);
+  // The first write to a clean, write-protected page: mark it dirty and let the writer through.
+  void resolve_write(Region& region, std::uint64_t page);
+  // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno.
+  int write_back(Region& region, std::uint64_t page);
+  // Evicts the next victim of the policy; false when there is none left to evict.
+  bool evict_one();
+  // Releases every resident page of a closing region, writing dirty ones back. Returns 0 or an errno.
+  int release_region(Region& region);
+
+ private:
+  int write_back_locked(Region& region, std::uint64_t page, bool keep_resident);
+  void drop_locked(Region& region, std::uint64_t page);
+
+  const Config& config_;
+  Userfaultfd& uffd_;
+  Buffer& buffer_;
+  StatsCounters& stats_;
+};
+
+}  // namespace autopager

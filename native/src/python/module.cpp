@@ -1,0 +1,155 @@
+// autopager._native: the bindings behind autopager/pager.py and autopager/array.py. Python code
+// should use those; this module only exposes the native objects with the GIL released around
+// anything that may wait for the store.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cerrno>
+#include <string>
+#include <system_error>
+#include <tuple>
+#include <vector>
+
+#include "autopager/autopager.hpp"
+#include "copy_on_write_store.hpp"
+#include "errors.hpp"
+#include "pager_registry.hpp"
+#include "region.hpp"
+#include "scratch_store.hpp"
+
+namespace py = pybind11;
+using namespace autopager;
+using autopager::python::Region;
+
+namespace {
+
+py::dict stats_to_dict(const Stats& stats) {
+  py::dict out;
+  out["read_faults"] = stats.read_faults;
+  out["write_faults"] = stats.write_faults;
+  out["fills"] = stats.fills;
+  out["bytes_read"] = stats.bytes_read;
+  out["evictions"] = stats.evictions;
+  out["write_backs"] = stats.write_backs;
+  out["bytes_written"] = stats.bytes_written;
+  out["write_errors"] = stats.write_errors;
+  out["resident_pages"] = stats.resident_pages;
+  out["dirty_pages"] = stats.dirty_pages;
+  out["fault_service_mean_us"] = stats.fault_service_mean_us;
+  out["fault_service_p99_us"] = stats.fault_service_p99_us;
+  return out;
+}
+
+void flush_pager(Pager& pager) {
+  int result = 0;
+  {
+    py::gil_scoped_release unlocked;
+    result = pager.flush();
+  }
+  if (result != 0) throw std::system_error(errno, std::generic_category(), "writing back dirty pages failed");
+}
+
+std::shared_ptr<Store> file_store(const std::string& path, bool writable, std::uint64_t offset,
+                                  std::uint64_t length, bool direct) {
+  FileStoreOptions options;
+  options.writable = writable;
+  options.direct = direct;
+  options.offset = offset;
+  options.length = length;
+  return make_file_store(path, options);
+}
+
+std::shared_ptr<Store> multi_file_store(const std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>& parts,
+                                        bool writable) {
+  std::vector<FileSegment> segments;
+  segments.reserve(parts.size());
+  for (const auto& [path, offset, length] : parts) segments.push_back(FileSegment{path, offset, length});
+  return make_multi_file_store(segments, writable);
+}
+
+void bind_config(py::module_& m) {
+  py::class_<Config>(m, "Config", "Paging parameters of one pager (see DESIGN.md); buffer in pages.")
+      .def(py::init<>())
+      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of available memory.")
+      .def_static("from_environment", [] { return Config::from_environment(); },
+                  "The defaults overridden by every UMAP_* variable that is set (ValueError on a bad one).")
+      .def_readwrite("page_size", &Config::page_size)
+      .def_readwrite("fillers", &Config::fillers)
+      .def_readwrite("evictors", &Config::evictors)
+      .def_readwrite("buffer_pages", &Config::buffer_pages)
+      .def_readwrite("evict_high_water", &Config::evict_high_water)
+      .def_readwrite("evict_low_water", &Config::evict_low_water)
+      .def_readwrite("read_ahead", &Config::read_ahead)
+      .def_readwrite("max_fault_events", &Config::max_fault_events)
+      .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
+      .def("buffer_bytes", &Config::buffer_bytes)
+      .def("__repr__", &Config::to_string);
+}
+
+void bind_stores(py::module_& m) {
+  py::class_<Store, std::shared_ptr<Store>>(m, "Store", "Where a region's bytes live.")
+      .def_property_readonly("size", &Store::size);
+  m.def("file_store", &file_store, py::arg("path"), py::arg("writable"), py::arg("offset") = 0,
+        py::arg("length") = 0, py::arg("direct") = false,
+        "A file, or `length` bytes of it from `offset` (0: to its end).");
+  m.def("multi_file_store", &multi_file_store, py::arg("segments"), py::arg("writable"),
+        "(path, offset, length) segments seen as one contiguous store, in order.");
+  m.def("memory_store", &make_memory_store, py::arg("size"), "`size` bytes of this process's memory.");
+  m.def("scratch_store",
+        [](const std::string& directory, std::uint64_t size) -> std::shared_ptr<Store> {
+          return std::make_shared<python::ScratchStore>(directory, size);
+        },
+        py::arg("directory"), py::arg("size"), "An unlinked, zero-filled file of `size` bytes in `directory`.");
+  m.def("copy_on_write_store",
+        [](std::shared_ptr<Store> base, const std::string& scratch_directory) -> std::shared_ptr<Store> {
+          return std::make_shared<python::CopyOnWriteStore>(std::move(base), scratch_directory);
+        },
+        py::arg("base"), py::arg("scratch_directory"),
+        "Reads `base`; keeps writes in a scratch file in `scratch_directory`, never in `base`.");
+}
+
+void bind_pager(py::module_& m) {
+  py::class_<Pager, std::shared_ptr<Pager>>(m, "Pager", "One buffer and one set of threads for any number of regions.")
+      .def(py::init([](const Config& config) {
+             py::gil_scoped_release unlocked;
+             return python::open_pager(config);
+           }),
+           py::arg("config"))
+      .def("flush", &flush_pager, "Writes back every dirty page of every region.")
+      .def("stats", [](const Pager& pager) { return stats_to_dict(pager.stats()); })
+      .def_property_readonly("config", &Pager::config)
+      .def_property_readonly("has_write_protect", &Pager::has_write_protect);
+  m.def("flush_all", &python::flush_all_pagers, py::call_guard<py::gil_scoped_release>(),
+        "Writes back every pager still alive; returns how many failed.");
+}
+
+void bind_region(py::module_& m) {
+  py::class_<Region>(m, "Region", py::buffer_protocol(),
+                     "A store mapped by a pager: a flat buffer of bytes, unmapped once nothing uses it.")
+      .def(py::init([](std::shared_ptr<Pager> pager, std::shared_ptr<Store> store, std::size_t length, bool writable) {
+             py::gil_scoped_release unlocked;
+             return std::make_unique<Region>(std::move(pager), std::move(store), length, writable);
+           }),
+           py::arg("pager"), py::arg("store"), py::arg("length"), py::arg("writable"))
+      .def_buffer(&Region::buffer)
+      .def("flush", &Region::flush, py::call_guard<py::gil_scoped_release>(),
+           "Writes back this region's dirty pages.")
+      .def_property_readonly("address", [](const Region& r) { return reinterpret_cast<std::uintptr_t>(r.data()); })
+      .def_property_readonly("length", &Region::length)
+      .def_property_readonly("writable", &Region::writable)
+      .def_property_readonly("pager", &Region::pager);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Native pager bindings for autopager (use autopager.memmap and autopager.Pager).";
+  python::register_error_translation();
+  m.def("version", [] { return std::string(version()); });
+  m.def("system_page_size", &system_page_size);
+  m.def("hardware_threads", &hardware_threads);
+  bind_config(m);
+  bind_stores(m);
+  bind_pager(m);
+  bind_region(m);
+}

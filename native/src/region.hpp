@@ -1,0 +1,73 @@
+// A region: an address range whose pages the pager serves from one store, and the state of each page.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "autopager/store.hpp"
+
+namespace autopager {
+
+enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2 };
+
+struct Region {
+  Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
+         bool writable, bool track_writes)
+      : id(id),
+        base(base),
+        length(length),
+        page_size(page_size),
+        page_count((length + page_size - 1) / page_size),
+        store(std::move(store)),
+        writable(writable),
+        track_writes(track_writes),
+        states(new std::atomic<std::uint8_t>[page_count]()) {}
+
+  const std::uint64_t id;
+  char* const base;
+  const std::size_t length;        // as asked; the mapping is rounded up to whole pages
+  const std::size_t page_size;
+  const std::uint64_t page_count;
+  const std::shared_ptr<Store> store;
+  const bool writable;
+  const bool track_writes;         // pages are installed write-protected and made writable on first write
+  std::atomic<bool> closing{false};
+
+  std::size_t mapped_length() const { return page_count * page_size; }
+  bool contains(const void* address) const {
+    auto a = static_cast<const char*>(address);
+    return a >= base && a < base + mapped_length();
+  }
+  std::uint64_t page_of(const void* address) const {
+    return static_cast<std::uint64_t>(static_cast<const char*>(address) - base) / page_size;
+  }
+  char* page_address(std::uint64_t page) const { return base + page * page_size; }
+  std::uint64_t page_offset(std::uint64_t page) const { return page * page_size; }
+  // Bytes of the page that belong to the region (the last page may be partial).
+  std::size_t page_bytes(std::uint64_t page) const {
+    std::size_t off = page * page_size;
+    return length - off < page_size ? length - off : page_size;
+  }
+
+  // Changed only under the page's stripe lock; read without it for fast paths.
+  PageState state(std::uint64_t page) const {
+    return static_cast<PageState>(states[page].load(std::memory_order_acquire));
+  }
+  void set_state(std::uint64_t page, PageState s) {
+    states[page].store(static_cast<std::uint8_t>(s), std::memory_order_release);
+  }
+
+ private:
+  std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+};
+
+using RegionPtr = std::shared_ptr<Region>;
+
+struct PageRef {
+  RegionPtr region;
+  std::uint64_t page;
+};
+
+}  // namespace autopager

@@ -1,0 +1,112 @@
+// A file (or a window of one) read with pread and written with pwrite, optionally with O_DIRECT.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <system_error>
+
+#include "autopager/config.hpp"
+#include "autopager/store.hpp"
+#include "store/io.hpp"
+
+namespace autopager {
+namespace {
+
+class FileStore final : public Store {
+ public:
+  FileStore(int fd, int buffered_fd, bool owns, bool writable, std::uint64_t offset, std::uint64_t length,
+            bool windowed)
+      : fd_(fd),
+        buffered_fd_(buffered_fd),
+        owns_(owns),
+        writable_(writable),
+        offset_(offset),
+        size_(length),
+        windowed_(windowed) {}
+
+  ~FileStore() override {
+    if (!owns_) return;
+    close(fd_);
+    if (buffered_fd_ != fd_) close(buffered_fd_);
+  }
+
+  ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
+    std::uint64_t size = size_.load(std::memory_order_relaxed);
+    if (windowed_ && offset >= size) return 0;
+    if (windowed_ && offset + n > size) n = static_cast<std::size_t>(size - offset);
+    return read_fully(descriptor_for(dst, n, offset), dst, n, offset_ + offset);
+  }
+
+  ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
+    ssize_t put = write_fully(descriptor_for(src, n, offset), src, n, offset_ + offset);
+    if (put > 0) {
+      std::uint64_t end = offset + static_cast<std::uint64_t>(put);
+      std::uint64_t size = size_.load(std::memory_order_relaxed);
+      while (end > size && !size_.compare_exchange_weak(size, end)) {
+      }
+    }
+    return put;
+  }
+
+  std::uint64_t size() const override { return size_.load(std::memory_order_relaxed); }
+  bool writable() const override { return writable_; }
+  bool can_grow() const override { return !windowed_; }
+  int sync() override { return fdatasync(fd_); }
+
+ private:
+  // O_DIRECT needs block-aligned buffers, offsets and lengths; anything else goes through the cache.
+  int descriptor_for(const void* buffer, std::size_t n, std::uint64_t offset) const {
+    if (fd_ == buffered_fd_) return fd_;
+    const std::uintptr_t mask = system_page_size() - 1;
+    bool aligned = ((reinterpret_cast<std::uintptr_t>(buffer) | n | (offset_ + offset)) & mask) == 0;
+    return aligned ? fd_ : buffered_fd_;
+  }
+
+  int fd_;
+  int buffered_fd_;
+  bool owns_;
+  bool writable_;
+  std::uint64_t offset_;
+  std::atomic<std::uint64_t> size_;
+  bool windowed_;
+};
+
+std::uint64_t file_size(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return 0;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+std::uint64_t window_length(int fd, std::uint64_t offset, std::uint64_t length) {
+  if (length != 0) return length;
+  std::uint64_t size = file_size(fd);
+  return size > offset ? size - offset : 0;
+}
+
+}  // namespace
+
+std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options) {
+  int flags = (options.writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  int buffered = open(path.c_str(), flags);
+  if (buffered < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path);
+  int direct = buffered;
+  if (options.direct) {
+    direct = open(path.c_str(), flags | O_DIRECT);
+    if (direct < 0) {
+      int saved = errno;
+      close(buffered);
+      throw std::system_error(saved, std::generic_category(), "cannot open " + path + " with O_DIRECT");
+    }
+  }
+  return std::make_shared<FileStore>(direct, buffered, true, options.writable, options.offset,
+                                     window_length(buffered, options.offset, options.length), options.length != 0);
+}
+
+std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options, bool take_ownership) {
+  return std::make_shared<FileStore>(fd, fd, take_ownership, options.writable, options.offset,
+                                     window_length(fd, options.offset, options.length), options.length != 0);
+}
+
+}  // namespace autopager
