@@ -1,0 +1,102 @@
+#include "datafile.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "progress.hpp"
+
+namespace workloads {
+
+namespace {
+
+constexpr std::size_t kChunkBytes = 8ULL << 20;
+
+std::runtime_error io_error(const std::string& what, const std::string& path) {
+  return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
+}
+
+// Closes a descriptor when the scope ends.
+struct Descriptor {
+  int fd;
+  ~Descriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::string data_path(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+
+bool file_exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    throw DataError("missing data file " + path + " (" + std::strerror(errno) +
+                    "); make it first with the same options plus --generate");
+  }
+  return static_cast<std::uint64_t>(info.st_size);
+}
+
+void write_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer) {
+  const std::filesystem::path target(path);
+  if (target.has_parent_path()) {
+    std::error_code error;
+    std::filesystem::create_directories(target.parent_path(), error);
+    if (error) throw std::runtime_error("cannot create data directory " + target.parent_path().string() + ": " + error.message());
+  }
+  const std::string temporary = path + ".partial";
+  Descriptor file{::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
+  if (file.fd < 0) throw io_error("cannot create", temporary);
+  Progress progress("writing " + path, size);
+  std::vector<char> buffer(kChunkBytes);
+  for (std::uint64_t offset = 0; offset < size; offset += kChunkBytes) {
+    const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkBytes, size - offset));
+    writer(offset, buffer.data(), length);
+    for (std::size_t written = 0; written < length;) {
+      const ssize_t n = ::pwrite(file.fd, buffer.data() + written, length - written, offset + written);
+      if (n < 0) throw io_error("cannot write", temporary);
+      written += static_cast<std::size_t>(n);
+    }
+    progress.advance(length);
+  }
+  if (::fdatasync(file.fd) != 0) throw io_error("cannot sync", temporary);
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+  if (::rename(temporary.c_str(), path.c_str()) != 0) throw io_error("cannot rename " + temporary + " to", path);
+}
+
+void read_file(const std::string& path, const ChunkReader& reader, std::size_t align) {
+  Descriptor file{::open(path.c_str(), O_RDONLY)};
+  if (file.fd < 0) throw DataError("cannot open data file " + path + ": " + std::strerror(errno));
+  const std::uint64_t size = file_size(path);
+  const std::size_t chunk = kChunkBytes / align * align;
+  std::vector<char> buffer(chunk);
+  for (std::uint64_t offset = 0; offset < size; offset += chunk) {
+    const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, size - offset));
+    for (std::size_t done = 0; done < length;) {
+      const ssize_t n = ::pread(file.fd, buffer.data() + done, length - done, offset + done);
+      if (n <= 0) throw DataError("cannot read data file " + path + (n < 0 ? ": " + std::string(std::strerror(errno)) : ": truncated"));
+      done += static_cast<std::size_t>(n);
+    }
+    reader(offset, buffer.data(), length);
+  }
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+void drop_from_page_cache(const std::string& path) {
+  Descriptor file{::open(path.c_str(), O_RDWR)};
+  if (file.fd < 0) return;
+  ::fdatasync(file.fd);
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+}  // namespace workloads

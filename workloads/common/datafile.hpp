@@ -1,0 +1,42 @@
+// Data files in the data directory: written once under a temporary name and renamed when complete (an
+// interrupted generation is never mistaken for data), read back for checks, kept out of the page cache
+// so a run after generation or a check starts cold.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+namespace workloads {
+
+// A missing, unreadable or malformed data file; the message names the file and how to make it.
+class DataError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// `dir`/`name`.
+std::string data_path(const std::string& dir, const std::string& name);
+
+// The size of `path`; throws DataError when it does not exist.
+std::uint64_t file_size(const std::string& path);
+bool file_exists(const std::string& path);
+
+// Fills `buffer` with the `length` bytes of the file that start at `offset`.
+using ChunkWriter = std::function<void(std::uint64_t offset, char* buffer, std::size_t length)>;
+// Writes a `size`-byte file chunk by chunk (creating the directory), renames it to `path` when
+// complete and drops it from the page cache. Shows progress for big files.
+void write_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer);
+
+// Receives the bytes of a file in order, chunk by chunk.
+using ChunkReader = std::function<void(std::uint64_t offset, const char* data, std::size_t length)>;
+// Reads all of `path` with `reader` (chunks are multiples of `align` bytes, except the last), then drops
+// it from the page cache.
+void read_file(const std::string& path, const ChunkReader& reader, std::size_t align = 8);
+
+// Asks the kernel to forget the file's cached pages (written pages are synced first).
+void drop_from_page_cache(const std::string& path);
+
+}  // namespace workloads
