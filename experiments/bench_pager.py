@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Benchmark of the native pager (issue 2): autopager next to the bare userfaultfd floor, the kernel's
+mmap of the same file, and fio on the same file.
+
+Sections (each configuration is run --reps times, the page cache dropped before every disk run;
+figures are medians, ratios are taken within one repetition and then their median):
+
+  floor       uffd_floor: microseconds per 4 KiB fault of a minimal one-thread userfaultfd handler
+  memory      the pager over its memory store: its own cost per 4 KiB fault, and a scan by page size
+  random      random 4 KiB faults from a file larger than the buffer, fillers F: pager with 1, 2 and F
+              application threads and with prefetch batches, the kernel's mmap with F threads, fio at
+              iodepth F (O_DIRECT)
+  sequential  a scan of the file by page size (buffered and O_DIRECT file store, with read-ahead), the
+              kernel's mmap with its readahead, fio with 1 MiB reads
+
+Writes <out>/README.md (tables, targets met or not), <out>/pager_bench.csv (one row a run) and
+<out>/runs.jsonl (every raw result). Needs root (drop_caches, userfaultfd) and fio.
+
+  python3 experiments/bench_pager.py --quick          # a small smoke run, a minute or two
+  python3 experiments/bench_pager.py                  # the full benchmark, about 25 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+
+# Targets of issue 2, "What it must reach".
+RANDOM_TARGET = 0.9       # pager faults/s with F fillers over fio IOPS at iodepth F
+SEQUENTIAL_TARGET = 1600  # MB/s with 1 MiB pages
+FLOOR_TARGET = 1.3        # memory-store cost per 4 KiB fault over the floor's
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One configuration: a cell of a result table and the command that measures it."""
+    section: str
+    row: str
+    column: str
+    kind: str                 # floor | fault_bench | fio
+    args: tuple = ()
+    pinned: bool = False      # the whole process on CPU 0 (taskset)
+    disk: bool = True         # drop the page cache before it
+
+
+@dataclass
+class Plan:
+    specs: list = field(default_factory=list)
+
+    def add(self, *args, **kwargs):
+        self.specs.append(Spec(*args, **kwargs))
+
+
+def size_text(n: int) -> str:
+    for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit} {name}"
+    return f"{n} B"
+
+
+def parse_list(text: str) -> list[int]:
+    return [int(x, 0) for x in text.split(",") if x]
+
+
+# ---------------------------------------------------------------------------------------------- plan
+
+def make_plan(a) -> Plan:
+    p = Plan()
+    sections = set(a.sections.split(","))
+    common = ("--seconds", str(a.seconds))
+    buffer = ("--buffer-mib", str(a.buffer_mib))
+
+    if "floor" in sections or "memory" in sections:
+        pages = str(a.memory_pages)
+        p.add("floor", "bare userfaultfd round trip", "any CPU", "floor", ("--pages", pages), disk=False)
+        p.add("floor", "bare userfaultfd round trip", "1 CPU", "floor", ("--pages", pages), pinned=True, disk=False)
+
+    if "memory" in sections:
+        mem = ("--store", "memory", "--size", str(a.memory_pages * 4096), "--pattern", "random",
+               "--buffer-mib", str(2 * a.memory_pages * 4096 // MIB), "--page-size", "4096")
+        for f in (1, 2):
+            p.add("memory", f"pager, fillers {f}", "any CPU", "fault_bench", mem + ("--fillers", str(f)) + common,
+                  disk=False)
+        p.add("memory", "pager, fillers 1", "1 CPU", "fault_bench", mem + ("--fillers", "1") + common,
+              pinned=True, disk=False)
+        evicting = ("--store", "memory", "--size", str(4 * a.memory_pages * 4096), "--pattern", "random",
+                    "--buffer-mib", str(a.memory_pages * 4096 // MIB), "--page-size", "4096", "--fillers", "1")
+        p.add("memory", "pager, fillers 1, evicting (region 4x buffer)", "any CPU", "fault_bench",
+              evicting + common, disk=False)
+        for ps in a.page_sizes:
+            p.add("memory-scan", size_text(ps), "pager, memory store", "fault_bench",
+                  ("--store", "memory", "--size", str(a.memory_pages * 4096), "--pattern", "sequential",
+                   "--buffer-mib", str(2 * a.memory_pages * 4096 // MIB), "--page-size", str(ps),
+                   "--fillers", "2") + common, disk=False)
+
+    if "random" in sections:
+        file = ("--file", a.data_file, "--pattern", "random")
+        pager = file + buffer + ("--page-size", "4096", "--direct")
+        for f in a.fillers:
+            row = str(f)
+            fs = ("--fillers", str(f), "--max-fault-events", str(max(f, 2)))
+            p.add("random", row, "fio", "fio", ("randread", "4k", str(f)))
+            p.add("random", row, "pager T=1", "fault_bench", pager + fs + ("--threads", "1") + common)
+            p.add("random", row, "pager T=2", "fault_bench", pager + fs + ("--threads", "2") + common)
+            p.add("random", row, "pager T=F", "fault_bench", pager + fs + ("--threads", str(f)) + common)
+            p.add("random", row, "pager T=1 prefetch F", "fault_bench",
+                  pager + fs + ("--threads", "1", "--prefetch", str(f)) + common)
+            p.add("random", row, "mmap-private T=F", "fault_bench",
+                  file + ("--backend", "mmap-private", "--threads", str(f)) + common)
+            p.add("random", row, "mmap-shared T=F", "fault_bench",
+                  file + ("--backend", "mmap-shared", "--threads", str(f)) + common)
+
+    if "sequential" in sections:
+        file = ("--file", a.data_file, "--pattern", "sequential")
+        for ps in a.page_sizes:
+            row = size_text(ps)
+            pager = file + buffer + ("--page-size", str(ps))
+            p.add("sequential", row, "pager buffered", "fault_bench", pager + ("--fillers", "2") + common)
+            p.add("sequential", row, "pager direct", "fault_bench", pager + ("--fillers", "2", "--direct") + common)
+            p.add("sequential", row, f"pager direct, read_ahead {a.read_ahead}", "fault_bench",
+                  pager + ("--fillers", str(a.read_ahead_fillers), "--read-ahead", str(a.read_ahead),
+                           "--direct") + common)
+        p.add("sequential", "kernel", "mmap-shared (default readahead)", "fault_bench",
+              file + ("--backend", "mmap-shared") + common)
+        for qd in (1, 8):
+            p.add("sequential", "fio", f"1 MiB reads, iodepth {qd}", "fio", ("read", "1m", str(qd)))
+    return p
+
+
+# ----------------------------------------------------------------------------------------------- run
+
+def drop_caches() -> None:
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except PermissionError:
+        sys.exit("bench_pager: dropping the page cache needs root (echo 3 > /proc/sys/vm/drop_caches)")
+
+
+def run_json(cmd: list[str], timeout: float) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def fio_command(a, rw: str, bs: str, iodepth: str) -> list[str]:
+    return ["fio", "--name=bench", f"--filename={a.data_file}", "--readonly", f"--rw={rw}", f"--bs={bs}",
+            "--direct=1", f"--ioengine={a.fio_engine}", f"--iodepth={iodepth}", f"--runtime={a.seconds}",
+            "--time_based", "--output-format=json"]
+
+
+def run_fio(a, rw: str, bs: str, iodepth: str) -> dict:
+    cmd = fio_command(a, rw, bs, iodepth)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=a.seconds * 3 + 60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"fio failed: {proc.stderr.strip()[-2000:]}")
+    read = json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"][0]["read"]
+    return {"bench": "fio", "rw": rw, "bs": bs, "iodepth": int(iodepth), "pages_per_s": read["iops"],
+            "mb_per_s": read["bw_bytes"] / 1e6, "us_per_page": read["clat_ns"]["mean"] / 1e3,
+            "command": " ".join(cmd)}
+
+
+def run_spec(a, spec: Spec) -> dict:
+    if spec.disk:
+        drop_caches()
+    if spec.kind == "fio":
+        return run_fio(a, *spec.args)
+    binary = a.floor_bin if spec.kind == "floor" else a.bench_bin
+    cmd = (["taskset", "-c", "0"] if spec.pinned else []) + [str(binary), *spec.args]
+    result = run_json(cmd, timeout=a.seconds * 4 + 120)
+    result["command"] = " ".join(cmd)
+    return result
+
+
+# ------------------------------------------------------------------------------------------- results
+
+CSV_FIELDS = ["rep", "section", "row", "column", "bench", "backend", "store", "pattern", "direct", "threads",
+              "fillers", "page_size", "read_ahead", "prefetch", "iodepth", "seconds", "pages", "pages_per_s",
+              "mb_per_s", "us_per_page", "us_per_fault", "fault_service_mean_us", "fault_service_p99_us",
+              "read_faults", "fills", "evictions", "major_faults", "command"]
+
+
+class Results:
+    def __init__(self, out: Path):
+        self.out = out
+        self.rows: list[dict] = []
+        out.mkdir(parents=True, exist_ok=True)
+        self.jsonl = open(out / "runs.jsonl", "w")
+
+    def add(self, rep: int, spec: Spec, result: dict) -> None:
+        row = {"rep": rep, "section": spec.section, "row": spec.row, "column": spec.column, **result}
+        self.rows.append(row)
+        self.jsonl.write(json.dumps(row) + "\n")
+        self.jsonl.flush()
+        with open(self.out / "pager_bench.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+            w.writeheader()
+            w.writerows(self.rows)
+
+    def values(self, section, row, column, metric) -> dict[int, float]:
+        """{rep: value} of one cell."""
+        return {r["rep"]: r[metric] for r in self.rows
+                if (r["section"], r["row"], r["column"]) == (section, row, column) and metric in r}
+
+    def median(self, section, row, column, metric):
+        v = list(self.values(section, row, column, metric).values())
+        return statistics.median(v) if v else None
+
+    def ratio(self, num: tuple, den: tuple, metric_num: str, metric_den: str | None = None):
+        """Median over repetitions of num/den, each measured in the same repetition."""
+        n = self.values(*num, metric_num)
+        d = self.values(*den, metric_den or metric_num)
+        r = [n[k] / d[k] for k in n if k in d and d[k]]
+        return statistics.median(r) if r else None
+
+
+def fmt(v, digits=0) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def verdict(ok) -> str:
+    return "-" if ok is None else ("**met**" if ok else "**not met**")
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def floor_section(res: Results, targets: list) -> str:
+    out = ["## Pager cost per 4 KiB fault (memory store) vs the bare userfaultfd floor", "",
+           "One application thread touches every 4 KiB page of the region once, in random order. "
+           "'any CPU': the scheduler places the threads; '1 CPU': the whole process pinned to CPU 0 "
+           "(no cross-CPU wake-ups). Ratio: pager / floor in the same repetition and placement.", ""]
+    rows = []
+    for place in ("any CPU", "1 CPU"):
+        floor = res.median("floor", "bare userfaultfd round trip", place, "us_per_fault")
+        rows.append([f"floor ({place})", fmt(floor, 1), "-", fmt(res.median("floor", "bare userfaultfd round trip",
+                                                                       place, "p99_us"), 1), "1.00"])
+    for r in ("pager, fillers 1", "pager, fillers 2", "pager, fillers 1, evicting (region 4x buffer)"):
+        for place in ("any CPU", "1 CPU"):
+            us = res.median("memory", r, place, "us_per_page")
+            if us is None:
+                continue
+            ratio = res.ratio(("memory", r, place), ("floor", "bare userfaultfd round trip", place),
+                              "us_per_page", "us_per_fault")
+            rows.append([f"{r} ({place})", fmt(us, 1), fmt(res.median("memory", r, place, "fault_service_mean_us"), 1),
+                         fmt(res.median("memory", r, place, "fault_service_p99_us"), 1), fmt(ratio, 2)])
+            if r == "pager, fillers 1" and ratio is not None:
+                targets.append([f"memory store, 4 KiB fault, fillers 1 ({place}): within {FLOOR_TARGET}x of the floor",
+                                f"{ratio:.2f}x", verdict(ratio <= FLOOR_TARGET)])
+    out.append(table(["configuration", "µs per fault (application)", "pager's service mean µs",
+                        "p99 µs (floor: per touch; pager: service)", "x floor"], rows))
+    scan = [[r, fmt(res.median("memory-scan", r, "pager, memory store", "mb_per_s"))]
+            for r in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "memory-scan")]
+    if scan:
+        out += ["", "Sequential scan of the memory store (2 fillers), MB/s by page size:", "",
+                table(["page size", "MB/s"], scan)]
+    return "\n".join(out)
+
+
+def random_section(res: Results, targets: list) -> str:
+    cols = ["fio", "pager T=1", "pager T=2", "pager T=F", "pager T=1 prefetch F", "mmap-private T=F",
+            "mmap-shared T=F"]
+    rows = []
+    for f in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "random"):
+        cells = [fmt(res.median("random", f, c, "pages_per_s")) for c in cols]
+        best = None
+        for c in ("pager T=F", "pager T=1 prefetch F"):
+            r = res.ratio(("random", f, c), ("random", f, "fio"), "pages_per_s")
+            if r is not None and (best is None or r > best[0]):
+                best = (r, c)
+        t1 = res.ratio(("random", f, "pager T=1"), ("random", f, "fio"), "pages_per_s")
+        rows.append([f] + cells + [fmt(t1, 2), f"{best[0]:.2f} ({best[1]})" if best else "-"])
+        if best:
+            targets.append([f"random 4 KiB, {f} fillers: >= {RANDOM_TARGET}x fio at iodepth {f}",
+                            f"{best[0]:.2f}x ({best[1]})", verdict(best[0] >= RANDOM_TARGET)])
+    return "\n".join([
+        "## Random 4 KiB faults from disk (faults/s)", "",
+        "File larger than the pager's buffer, page cache dropped; pager file store with O_DIRECT. "
+        "Rows: fillers F (fio: iodepth F; mmap: F application threads, MADV_RANDOM). "
+        "T: application threads; 'prefetch F': one thread prefetching batches of F pages ahead. "
+        "Ratios: pager / fio in the same repetition.", "",
+        table(["F"] + cols + ["T=1 / fio", "best F-deep pager / fio"], rows)])
+
+
+def sequential_section(res: Results, targets: list) -> str:
+    rows, best = [], None
+    seq = [x for x in res.rows if x["section"] == "sequential"]
+    pager_cols = list(dict.fromkeys(x["column"] for x in seq if x["column"].startswith("pager")))
+    for r in dict.fromkeys(x["row"] for x in seq if x["column"].startswith("pager")):
+        vals = [res.median("sequential", r, c, "mb_per_s") for c in pager_cols]
+        rows.append([r] + [fmt(v) for v in vals])
+        if r == "1 MiB":
+            for c, v in zip(pager_cols, vals):
+                if v is not None and (best is None or v > best[0]):
+                    best = (v, c)
+    other = [[f"{x_row}: {x_col}", fmt(res.median("sequential", x_row, x_col, "mb_per_s"))]
+             for x_row, x_col in dict.fromkeys((x["row"], x["column"]) for x in seq if x["row"] in ("kernel", "fio"))]
+    if best:
+        targets.append([f"sequential scan, 1 MiB pages: >= {SEQUENTIAL_TARGET} MB/s", f"{best[0]:,.0f} MB/s ({best[1]})",
+                        verdict(best[0] >= SEQUENTIAL_TARGET)])
+    return "\n".join([
+        "## Sequential scan from disk (MB/s)", "",
+        "One application thread reads one word of every 4 KiB page in order; page cache dropped; the run "
+        "stops at the deadline, so MB/s is over the part scanned.", "",
+        table(["page size"] + pager_cols, rows), "", "Baselines on the same file:", "",
+        table(["baseline", "MB/s"], other)])
+
+
+def write_report(a, res: Results, started: str) -> str:
+    targets: list = []
+    parts = []
+    sections = set(x["section"] for x in res.rows)
+    if sections & {"floor", "memory"}:
+        parts.append(floor_section(res, targets))
+    if "random" in sections:
+        parts.append(random_section(res, targets))
+    if "sequential" in sections:
+        parts.append(sequential_section(res, targets))
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    head = [
+        "# Benchmark of the native pager (issue 2)", "",
+        f"Run {started} UTC on {platform.node()}: {os.cpu_count()} CPUs, "
+        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB RAM, kernel {platform.release()}, "
+        f"commit {commit}. Data file {size_text(a.file_size)}, pager buffer {a.buffer_mib} MiB, "
+        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}.", "",
+        f"Command: `{' '.join(sys.argv)}`. Raw runs: pager_bench.csv, runs.jsonl.", "",
+        "## Targets", "", table(["target", "measured", "verdict"], targets), ""]
+    text = "\n".join(head + ["\n\n".join(parts), ""])
+    (a.out / "README.md").write_text(text)
+    return text
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+def build(a) -> None:
+    build_dir = Path(a.build_dir)
+    if not (build_dir / "CMakeCache.txt").exists():
+        subprocess.run(["cmake", "-S", str(REPO), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
+                        "-DAUTOPAGER_BUILD_TESTS=OFF", "-DAUTOPAGER_BUILD_WORKLOADS=OFF",
+                        "-DAUTOPAGER_BUILD_EXPERIMENTS=ON"] + (["-G", "Ninja"] if shutil.which("ninja") else []),
+                       check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(build_dir), "--target", "fault_bench", "uffd_floor"], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def make_data_file(path: Path, size: int) -> None:
+    if path.exists() and path.stat().st_size == size:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    chunk = 4 * MIB
+    with open(path, "wb") as f:
+        for _ in range(size // chunk):
+            f.write(os.urandom(chunk))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def fio_engine() -> str:
+    probe = subprocess.run(["fio", "--name=probe", "--ioengine=io_uring", "--size=4k", "--filename=/dev/null",
+                            "--rw=read", "--output-format=terse"], capture_output=True, text=True)
+    return "io_uring" if probe.returncode == 0 else "libaio"
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a small smoke run: small file, 1 s runs, 1 repetition")
+    ap.add_argument("--sections", default="floor,memory,random,sequential")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--file-gib", type=float, default=4, help="size of the data file")
+    ap.add_argument("--buffer-mib", type=int, default=256, help="pager buffer for the disk runs")
+    ap.add_argument("--fillers", default="1,2,4,8,16,32", help="fillers F (and fio iodepths) of the random section")
+    ap.add_argument("--page-sizes", default="4096,65536,1048576,4194304", help="page sizes of the scans")
+    ap.add_argument("--read-ahead", type=int, default=4, help="read_ahead of the read-ahead scan column")
+    ap.add_argument("--read-ahead-fillers", type=int, default=4, help="fillers of the read-ahead scan column")
+    ap.add_argument("--memory-pages", type=int, default=65536, help="4 KiB pages of the floor and memory runs")
+    ap.add_argument("--data-dir", default="/var/tmp/autopager-bench")
+    ap.add_argument("--keep-data", action="store_true", help="keep the data file after the run")
+    ap.add_argument("--build-dir", default=str(REPO / "build-bench"))
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already in --build-dir")
+    ap.add_argument("--out", default=None, help="results folder (default experiments/results/pager, or .../quick)")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.reps, a.seconds, a.file_gib, a.buffer_mib = 1, 1, 0.5, 64
+        a.fillers, a.page_sizes, a.memory_pages = "1,4", "4096,1048576", 8192
+    a.fillers = parse_list(a.fillers)
+    a.page_sizes = parse_list(a.page_sizes)
+    a.file_size = int(a.file_gib * GIB) // (4 * MIB) * (4 * MIB)
+    a.data_file = str(Path(a.data_dir) / "data.bin")
+    a.out = Path(a.out) if a.out else REPO / "experiments" / "results" / "pager" / ("quick" if a.quick else "")
+    a.bench_bin = Path(a.build_dir) / "experiments" / "fault_bench"
+    a.floor_bin = Path(a.build_dir) / "experiments" / "uffd_floor"
+    return a
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("bench_pager: run as root (drop_caches, userfaultfd)")
+    if not shutil.which("fio"):
+        sys.exit("bench_pager: fio is missing (apt-get install -y fio)")
+    if not a.no_build:
+        build(a)
+    a.fio_engine = fio_engine()
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    plan = make_plan(a)
+    needs_file = any(s.section in ("random", "sequential") for s in plan.specs)
+    if needs_file:
+        print(f"writing {size_text(a.file_size)} to {a.data_file}", flush=True)
+        make_data_file(Path(a.data_file), a.file_size)
+    res = Results(a.out)
+    try:
+        for rep in range(a.reps):
+            for i, spec in enumerate(plan.specs):
+                result = run_spec(a, spec)
+                res.add(rep, spec, result)
+                print(f"[rep {rep + 1}/{a.reps} {i + 1}/{len(plan.specs)}] {spec.section} | {spec.row} | "
+                      f"{spec.column}: {result.get('pages_per_s', result.get('faults_per_s', 0)):,.0f} pages/s, "
+                      f"{result.get('mb_per_s', 0):,.1f} MB/s, "
+                      f"{result.get('us_per_page', result.get('us_per_fault', 0)):.1f} µs", flush=True)
+            write_report(a, res, started)
+    finally:
+        if needs_file and not a.keep_data:
+            Path(a.data_file).unlink(missing_ok=True)
+    print(write_report(a, res, started))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
