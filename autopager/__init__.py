@@ -1,0 +1,46 @@
+"""autopager: a user-space pager (userfaultfd) with per-application paging parameters, and a tuner.
+
+The array API mirrors numpy.memmap::
+
+    import autopager, numpy as np
+    a = autopager.memmap("data.bin", dtype=np.float64, mode="r", page_size="1MiB", buffer_size="2GiB")
+    total = a.sum()
+
+    with autopager.Pager(page_size="64KiB", buffer_size="512MiB") as pager:
+        x = pager.memmap("x.bin", dtype=np.float32, mode="r+")
+        y = pager.empty(x.shape, np.float32)          # scratch, may exceed memory
+
+The native module is loaded on first use of these names, so the tuner's modules (autopager.params,
+autopager.cli, ...) import without it.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "memmap": "autopager.pager",
+    "empty": "autopager.pager",
+    "Pager": "autopager.pager",
+    "default_pager": "autopager.pager",
+    "PagedArray": "autopager.array",
+}
+__all__ = sorted(_LAZY)
+
+if TYPE_CHECKING:
+    from autopager.array import PagedArray
+    from autopager.pager import Pager, default_pager, empty, memmap
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'autopager' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_LAZY))

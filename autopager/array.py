@@ -1,0 +1,219 @@
+"""Arrays whose memory is a pager region: numpy.memmap's arguments and modes on autopager's pager.
+
+The functions here take a native pager; users reach them through autopager.memmap, autopager.empty
+and autopager.Pager (pager.py), which choose the pager.
+"""
+from __future__ import annotations
+
+import errno
+import math
+import operator
+import os
+import tempfile
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from autopager import _native
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+ShapeLike = Union[int, Sequence[int]]
+
+# numpy.memmap's modes and their long spellings
+MODES = {"r": "r", "readonly": "r", "r+": "r+", "readwrite": "r+", "w+": "w+", "write": "w+",
+         "c": "c", "copyonwrite": "c"}
+_OPEN_FLAGS = {"r": "rb", "c": "rb", "r+": "r+b", "w+": "w+b"}
+
+
+class PagedArray(np.ndarray):
+    """An ndarray whose memory is a region mapped by an autopager pager (autopager.memmap returns one).
+
+    It behaves like numpy.memmap: slices and views share the region and keep it mapped; results of
+    computations and fancy indexing are plain ndarrays. The region is unmapped (its dirty pages
+    written back) once no array, view or memoryview uses it.
+
+    Attributes:
+        filename: absolute path of the file (a list for a multi-file array), None for scratch arrays.
+        offset: byte offset of the array in the file (or in the files put end to end).
+        mode: "r", "r+", "w+" or "c".
+        region: the mapped region (autopager._native.Region); None for a zero-size array.
+    """
+
+    filename: Union[str, list, None] = None
+    offset: Optional[int] = None
+    mode: Optional[str] = None
+    region: Optional[_native.Region] = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if isinstance(obj, PagedArray) and obj.region is not None and np.may_share_memory(self, obj):
+            self.region = obj.region
+            self.filename = obj.filename
+            self.offset = obj.offset
+            self.mode = obj.mode
+
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> Any:
+        # A ufunc's result: in place (out= a paged array) stays paged, anything new is a plain ndarray.
+        if isinstance(array, PagedArray) and array.region is not None:
+            return array
+        result = array.view(np.ndarray) if isinstance(array, np.ndarray) else array
+        return result[()] if return_scalar else result
+
+    def __getitem__(self, index: Any) -> Any:
+        item = super().__getitem__(index)
+        if isinstance(item, PagedArray) and item.region is None:
+            return item.view(np.ndarray)
+        return item
+
+    def flush(self) -> None:
+        """Write the changes of the whole region back to its file (like numpy.memmap.flush).
+
+        Raises OSError when a write failed. Does nothing in mode "c": changes stay in memory.
+        """
+        if self.region is not None:
+            self.region.flush()
+
+
+def normalize_mode(mode: str) -> str:
+    try:
+        return MODES[mode]
+    except (KeyError, TypeError):
+        raise ValueError(f"mode must be one of {sorted(MODES)} (got {mode!r})") from None
+
+
+def normalize_shape(shape: Optional[ShapeLike]) -> Optional[Tuple[int, ...]]:
+    if shape is None:
+        return None
+    dims = (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(map(operator.index, shape))
+    if any(d < 0 for d in dims):
+        raise ValueError(f"negative dimensions are not allowed (shape={dims})")
+    return dims
+
+
+def open_file_array(pager: _native.Pager, filename: Union[PathLike, Sequence[PathLike]], dtype: Any,
+                    mode: str, offset: int, shape: Optional[ShapeLike], order: str) -> PagedArray:
+    """numpy.memmap(filename, dtype, mode, offset, shape, order) on `pager`; a list of files is one
+    array over the files put end to end (offset counts from the start of the first)."""
+    mode = normalize_mode(mode)
+    paths = _paths(filename)
+    dtype = np.dtype(dtype)
+    offset = operator.index(offset)
+    shape = normalize_shape(shape)
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0 (got {offset})")
+    if mode == "w+" and shape is None:
+        raise ValueError("shape must be given in mode 'w+' (it sizes the new file)")
+    if mode == "w+" and len(paths) > 1:
+        raise ValueError("mode 'w+' creates one file; open several existing files with mode 'r', 'r+' or 'c'")
+
+    sizes = [_open_for_mode(path, mode) for path in paths]
+    available = sum(sizes) - offset
+    if shape is None:
+        if available < 0 or available % dtype.itemsize:
+            raise ValueError(f"the {available} bytes after offset {offset} of {_describe(paths)} are not a whole "
+                             f"number of {dtype} items ({dtype.itemsize} bytes); pass shape= or another offset")
+        shape = (available // dtype.itemsize,)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > available:
+        if mode in ("r", "c"):
+            raise ValueError(f"shape {shape} of {dtype} needs {nbytes} bytes from offset {offset}, but "
+                             f"{_describe(paths)} holds only {max(available, 0)} there; pass a smaller shape, "
+                             f"or open with mode 'r+' to extend the file")
+        sizes[-1] += nbytes - available
+        os.truncate(paths[-1], sizes[-1])
+
+    attributes = {"filename": paths[0] if isinstance(filename, (str, bytes, os.PathLike)) else paths,
+                  "offset": offset, "mode": mode}
+    if nbytes == 0:
+        return _unmapped(shape, dtype, order, attributes)
+    writable_file = mode in ("r+", "w+")
+    if len(paths) == 1:
+        store = _native.file_store(paths[0], writable_file, offset, nbytes)
+    else:
+        store = _native.multi_file_store(_segments(paths, sizes, offset, nbytes), writable_file)
+    if mode == "c":
+        store = _native.copy_on_write_store(store, tempfile.gettempdir())
+    region = _native.Region(pager, store, nbytes, mode != "r")
+    return _array_on(region, shape, dtype, order, attributes)
+
+
+def open_scratch_array(pager: _native.Pager, shape: ShapeLike, dtype: Any, order: str, store: str,
+                       scratch_dir: Optional[PathLike]) -> PagedArray:
+    """A zero-filled array on a scratch file (store="file": may exceed memory) or in memory (store="memory")."""
+    shape = normalize_shape(shape)
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    attributes = {"filename": None, "offset": 0, "mode": "w+"}
+    if store not in ("file", "memory"):
+        raise ValueError(f"store must be 'file' (a scratch file) or 'memory' (got {store!r})")
+    if nbytes == 0:
+        return _unmapped(shape, dtype, order, attributes)
+    if store == "file":
+        directory = os.fsdecode(scratch_dir) if scratch_dir is not None else tempfile.gettempdir()
+        native_store = _native.scratch_store(directory, nbytes)
+    else:
+        native_store = _native.memory_store(nbytes)
+    region = _native.Region(pager, native_store, nbytes, True)
+    return _array_on(region, shape, dtype, order, attributes)
+
+
+def _paths(filename: Union[PathLike, Sequence[PathLike]]) -> list:
+    names = [filename] if isinstance(filename, (str, bytes, os.PathLike)) else list(filename)
+    if not names:
+        raise ValueError("no file given")
+    try:
+        return [os.path.abspath(os.fsdecode(name)) for name in names]
+    except TypeError:
+        raise TypeError(f"filename must be a path or a list of paths (got {filename!r})") from None
+
+
+def _open_for_mode(path: str, mode: str) -> int:
+    """The file's size, after opening it as the mode needs (creating or truncating it in 'w+')."""
+    try:
+        with open(path, _OPEN_FLAGS[mode]) as file:
+            return os.fstat(file.fileno()).st_size
+    except FileNotFoundError:
+        fix = "its directory does not exist" if mode == "w+" else "mode 'w+' creates a new file"
+        raise FileNotFoundError(errno.ENOENT, f"no such file: {path} ({fix})", path) from None
+    except PermissionError:
+        if mode in ("r+", "w+"):
+            fix = f"mode {mode!r} writes to it: open it with mode 'r' (read-only) or 'c' (copy-on-write), " \
+                  f"or make it writable"
+        else:
+            fix = "make it readable"
+        raise PermissionError(errno.EACCES, f"permission denied: {path} ({fix})", path) from None
+
+
+def _segments(paths: list, sizes: list, offset: int, nbytes: int) -> list:
+    """(path, offset, length) pieces of the files that hold bytes [offset, offset + nbytes) of their union."""
+    segments = []
+    skip, remaining = offset, nbytes
+    for path, size in zip(paths, sizes):
+        if remaining == 0:
+            break
+        if skip >= size:
+            skip -= size
+            continue
+        take = min(size - skip, remaining)
+        segments.append((path, skip, take))
+        skip, remaining = 0, remaining - take
+    return segments
+
+
+def _describe(paths: list) -> str:
+    return paths[0] if len(paths) == 1 else f"the {len(paths)} files"
+
+
+def _array_on(region: _native.Region, shape: Tuple[int, ...], dtype: np.dtype, order: str,
+              attributes: dict) -> PagedArray:
+    array = np.ndarray.__new__(PagedArray, shape, dtype=dtype, buffer=region, order=order)
+    array.region = region
+    for name, value in attributes.items():
+        setattr(array, name, value)
+    return array
+
+
+def _unmapped(shape: Tuple[int, ...], dtype: np.dtype, order: str, attributes: dict) -> PagedArray:
+    array = np.ndarray.__new__(PagedArray, shape, dtype=dtype, order=order)
+    for name, value in attributes.items():
+        setattr(array, name, value)
+    return array

@@ -1,0 +1,252 @@
+"""The pager from Python: autopager.Pager, and autopager.memmap / autopager.empty that choose a pager.
+
+A pager is one buffer (buffer_size bytes at most resident) and one set of filler and evictor threads
+serving any number of arrays. Its parameters (DESIGN.md) come, lowest precedence first, from the
+defaults, the UMAP_* environment variables, a profile, and keyword arguments.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import errno
+import threading
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from autopager import _native
+from autopager.array import PagedArray, PathLike, ShapeLike, open_file_array, open_scratch_array
+from autopager.params import PARAMETERS, parse_size
+
+ProfileLike = Union[str, PathLike, Mapping[str, Any]]
+
+_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events")
+_UINT_MAX = (1 << 32) - 1
+_USERFAULTFD_FIX = ("userfaultfd is not available to this process: run as root, give it CAP_SYS_PTRACE, "
+                    "or allow unprivileged use with `sysctl vm.unprivileged_userfaultfd=1` "
+                    "(Linux >= 5.11 also needs read-write access to /dev/userfaultfd)")
+
+
+class Pager:
+    """A pager: one buffer and one set of threads for several arrays.
+
+    Use it as a context manager::
+
+        with autopager.Pager(page_size="64KiB", buffer_size="512MiB") as pager:
+            a = pager.memmap("a.bin", dtype=np.float64, mode="r")
+            b = pager.memmap("b.bin", dtype=np.float64, mode="r+", shape=a.shape)
+            b[:] = a * 2
+            print(pager.stats()["evictions"])
+
+    Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
+    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water (percent), read_ahead (pages),
+    max_fault_events. profile= takes them from a profile name, a profile file or a mapping; keyword
+    arguments override it. Several pagers with different parameters can live in one process.
+
+    close() (or leaving the with block) writes back every dirty page and releases the pager; arrays
+    still alive then keep their region mapped (and working) until they are deleted, and whatever they
+    write afterwards reaches the file when they go. Memory is never unmapped under a live array.
+    """
+
+    def __init__(self, *, profile: Optional[ProfileLike] = None, **params: Any) -> None:
+        config = native_config(resolve_parameters(profile, params))
+        try:
+            self._native: Optional[_native.Pager] = _native.Pager(config)
+        except OSError as error:
+            if error.errno in (errno.EPERM, errno.EACCES, errno.ENOSYS) and "userfaultfd" not in str(error):
+                raise OSError(error.errno, f"{error.strerror or error}: {_USERFAULTFD_FIX}") from error
+            raise
+        self._config = self._native.config
+        self._final_stats: Optional[Dict[str, float]] = None
+
+    def memmap(self, filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8, mode: str = "r+",
+               offset: int = 0, shape: Optional[ShapeLike] = None, order: str = "C") -> PagedArray:
+        """An array on a file (or on several files put end to end), with numpy.memmap's arguments.
+
+        mode "r" reads, "r+" reads and writes (extending the file to fit shape), "w+" creates or
+        overwrites the file, "c" is copy-on-write: the array can be written but the file never changes.
+        """
+        return open_file_array(self._open(), filename, dtype, mode, offset, shape, order)
+
+    def empty(self, shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
+              scratch_dir: Optional[PathLike] = None) -> PagedArray:
+        """A zero-filled array on an unlinked scratch file in scratch_dir (default: the temporary
+        directory), which may be larger than memory, or on process memory with store="memory"."""
+        return open_scratch_array(self._open(), shape, dtype, order, store, scratch_dir)
+
+    def flush(self) -> None:
+        """Write back every dirty page of every array of this pager. Raises OSError if a write failed."""
+        self._open().flush()
+
+    def stats(self) -> Dict[str, float]:
+        """The pager's counters (faults, fills, evictions, write-backs, bytes, resident and dirty pages,
+        fault service time); after close(), their values at closing."""
+        if self._native is None:
+            return dict(self._final_stats or {})
+        return self._native.stats()
+
+    @property
+    def config(self) -> Dict[str, int]:
+        """The parameters in effect, with buffer_size in bytes."""
+        c = self._config
+        return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
+                "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
+                "evict_low_water": c.evict_low_water, "read_ahead": c.read_ahead,
+                "max_fault_events": c.max_fault_events}
+
+    @property
+    def has_write_protect(self) -> bool:
+        """Whether writes are tracked per page (otherwise every page of a writable array is written back)."""
+        return self._open().has_write_protect
+
+    @property
+    def closed(self) -> bool:
+        return self._native is None
+
+    def close(self) -> None:
+        """Write back every dirty page and release the pager (see the class documentation for arrays
+        still alive). Closing twice does nothing."""
+        if self._native is None:
+            return
+        native, self._native = self._native, None
+        native.flush()
+        self._final_stats = native.stats()
+
+    def __enter__(self) -> "Pager":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        settings = ", ".join(f"{name}={value}" for name, value in self.config.items())
+        return f"<autopager.Pager {state} {settings}>"
+
+    def _open(self) -> _native.Pager:
+        if self._native is None:
+            raise ValueError("this Pager is closed; open a new autopager.Pager")
+        return self._native
+
+
+_default: Optional[Pager] = None
+_default_lock = threading.Lock()
+
+
+def default_pager() -> Pager:
+    """The process's shared pager, configured from the UMAP_* environment variables, for the arrays
+    opened without pager=, profile= or parameters."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.closed:
+            _default = Pager()
+        return _default
+
+
+def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8, mode: str = "r+",
+           offset: int = 0, shape: Optional[ShapeLike] = None, order: str = "C", *,
+           pager: Optional[Pager] = None, profile: Optional[ProfileLike] = None, **params: Any) -> PagedArray:
+    """Like numpy.memmap, an ndarray on a file, but paged by autopager's user-space pager.
+
+    filename, dtype, mode ("r", "r+", "w+", "c"), offset, shape and order mean what they mean for
+    numpy.memmap; filename may also be a list of files, read as one array over them end to end.
+
+    The pager: pager= uses that Pager; profile= or paging parameters (page_size=, buffer_size=,
+    fillers=, ...) give this array a pager of its own; otherwise the shared default_pager().
+
+    Raises FileNotFoundError, PermissionError (the mode needs an access the file forbids), ValueError
+    (a shape that does not fit the file, a bad parameter) and OSError (userfaultfd unavailable).
+    """
+    with _chosen_pager(pager, profile, params) as chosen:
+        return chosen.memmap(filename, dtype, mode, offset, shape, order)
+
+
+def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
+          scratch_dir: Optional[PathLike] = None, pager: Optional[Pager] = None,
+          profile: Optional[ProfileLike] = None, **params: Any) -> PagedArray:
+    """A new zero-filled array, possibly larger than memory: on an unlinked scratch file in
+    scratch_dir (store="file", the default) or in process memory (store="memory"). The pager is chosen
+    as for memmap; buffer_size= bounds the memory it uses."""
+    with _chosen_pager(pager, profile, params) as chosen:
+        return chosen.empty(shape, dtype, order, store=store, scratch_dir=scratch_dir)
+
+
+@contextlib.contextmanager
+def _chosen_pager(pager: Optional[Pager], profile: Optional[ProfileLike],
+                  params: Dict[str, Any]) -> Iterator[Pager]:
+    if pager is not None:
+        if profile is not None or params:
+            raise ValueError("paging parameters belong to the pager when pager= is given: "
+                             "pass them to autopager.Pager(...) instead")
+        yield pager
+    elif profile is None and not params:
+        yield default_pager()
+    else:
+        # A pager for one array: closed once the array is made, it lives on in the array's region.
+        with Pager(profile=profile, **params) as own:
+            yield own
+
+
+def resolve_parameters(profile: Optional[ProfileLike], params: Mapping[str, Any]) -> Dict[str, Any]:
+    """The parameters of `profile` overridden by `params` (None values ignored); unknown names refused."""
+    merged: Dict[str, Any] = {}
+    if profile is not None:
+        merged.update(_profile_parameters(profile))
+    merged.update({name: value for name, value in params.items() if value is not None})
+    unknown = sorted(set(merged) - set(PARAMETERS))
+    if unknown:
+        raise ValueError(f"unknown paging parameter(s) {unknown}; known: {', '.join(PARAMETERS)}")
+    return merged
+
+
+def native_config(params: Mapping[str, Any]) -> _native.Config:
+    """The environment's configuration (UMAP_*) overridden by `params`. buffer_size is in bytes; when
+    only page_size changes, the buffer keeps its size in bytes. Raises ValueError naming a bad value."""
+    config = _native.Config.from_environment()
+    buffer_bytes = config.buffer_pages * config.page_size
+    if "page_size" in params:
+        config.page_size = _positive_size("page_size", params["page_size"])
+    for name in _COUNTS:
+        if name in params:
+            setattr(config, name, _count(name, params[name]))
+    if "buffer_size" in params:
+        buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
+    config.buffer_pages = buffer_bytes // config.page_size
+    if config.buffer_pages == 0:
+        raise ValueError(f"buffer_size={buffer_bytes} bytes is less than one page (page_size={config.page_size}); "
+                         f"give a buffer of at least one page")
+    config.validate()
+    return config
+
+
+def _profile_parameters(profile: ProfileLike) -> Mapping[str, Any]:
+    if isinstance(profile, Mapping):
+        return profile
+    from autopager.profiles import load_profile  # the tuner's module, only needed here
+
+    return load_profile(profile)
+
+
+def _positive_size(name: str, value: Any) -> int:
+    try:
+        size = parse_size(value)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+    if size <= 0:
+        raise ValueError(f"{name} must be a positive number of bytes (got {value!r})")
+    return size
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str, np.integer)):
+        raise ValueError(f"{name} must be a whole number (got {value!r})")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number (got {value!r})") from None
+    if not 0 <= number <= _UINT_MAX:
+        raise ValueError(f"{name}={number} is out of range: it must be between 0 and {_UINT_MAX}")
+    return number
+
+
+atexit.register(_native.flush_all)
