@@ -1,0 +1,55 @@
+"""What a study shows on screen: one line a trial while it tunes, and a summary at the end."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable, Mapping, TextIO
+
+from autopager.space import show, show_params
+
+
+def format_value(value: float | None, metric: str) -> str:
+    return "-" if value is None else f"{value:.4g} {metric}"
+
+
+def speedup(value: float, reference: float, goal: str) -> float:
+    """How many times better ``value`` is than ``reference`` (above 1: better)."""
+    if goal == "minimize":
+        return reference / value if value > 0 else float("inf")
+    return value / reference if reference > 0 else float("inf")
+
+
+class Progress:
+    def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO = sys.stdout):
+        self.metric = metric
+        self.goal = goal
+        self.searched = list(searched)
+        self.out = out
+
+    def print(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def trial(self, row: Mapping[str, Any], planned: int | None, best: float | None,
+              default: float | None) -> None:
+        count = f"{row['trial']:>3}/{planned}" if planned else f"{row['trial']:>3}"
+        if row["status"] == "ok":
+            outcome = format_value(row["value"], self.metric)
+        else:
+            outcome = f"FAILED ({row['error']})"
+        gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if best and default else ""
+        shown = "defaults" if row["kind"] == "default" else show_params(
+            {name: row[name] for name in self.searched})
+        self.print(f"[{count}] {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
+
+    def summary(self, lines: Iterable[tuple[str, str]]) -> None:
+        self.print()
+        for label, text in lines:
+            self.print(f"{label + ':':<26}{text}")
+
+    def table(self, rows: list[Mapping[str, Any]], names: list[str]) -> None:
+        """The best trials, one a line, best first."""
+        header = ["trial", self.metric] + names
+        cells = [[str(row["trial"]), f"{row['value']:.4g}"] + [show(name, row[name]) for name in names]
+                 for row in rows]
+        widths = [max(len(column[i]) for column in [header] + cells) for i in range(len(header))]
+        for line in [header] + cells:
+            self.print("  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)))

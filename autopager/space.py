@@ -1,0 +1,229 @@
+"""The search space: which paging parameters a study varies, over which values, under which constraint.
+
+Each parameter of ``configs/space/*.yaml`` is either fixed (a plain value: ``buffer_size: 64MiB``) or
+searched, given as one of
+
+- ``{min: 4KiB, max: 16MiB, factor: 2}``: a geometric series (powers of two for page sizes),
+- ``{min: 50, max: 100, step: 10}``: a linear range, sampled every ``step`` by grid-like strategies and
+  searched as a whole integer range by Ax,
+- ``{values: [0, 1, 4, 16]}``: an explicit list.
+
+Parameters the space does not name stay at the defaults. The pager requires
+``evict_low_water < evict_high_water``; candidates breaking it are never proposed by the sampling
+strategies and are passed to Ax as a parameter constraint.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from autopager.errors import ConfigError
+from autopager.params import PARAMETERS, format_size, parse_size, system_page_size
+
+SIZES = ("page_size", "buffer_size")
+LOW, HIGH = "evict_low_water", "evict_high_water"
+LIMITS = {  # smallest and largest value the pager accepts
+    "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
+    HIGH: (1, 100), LOW: (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
+}
+SPEC_KEYS = {"min", "max", "step", "factor", "values"}
+
+Params = dict[str, Any]
+
+
+def show(name: str, value: Any) -> str:
+    """A parameter value for people: sizes as 64KiB."""
+    return format_size(int(value)) if name in SIZES and value is not None else str(value)
+
+
+def show_params(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{name}={show(name, value)}" for name, value in params.items())
+
+
+def parse_value(name: str, value: Any) -> int:
+    """One value of a parameter, checked against what the pager accepts."""
+    try:
+        number = parse_size(value) if name in SIZES else int(value)
+        if not isinstance(value, (int, str)) or (not isinstance(value, str) and number != value):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise ConfigError(f"space.{name}: {value!r} is not {'a size' if name in SIZES else 'an integer'}") from None
+    low, high = LIMITS[name]
+    if number < low or (high is not None and number > high):
+        bounds = f"{low}..{high}" if high is not None else f">= {low}"
+        raise ConfigError(f"space.{name}: {value} is out of range (must be {bounds})")
+    if name == "page_size":
+        page = system_page_size()
+        if number % page or (number // page) & (number // page - 1):
+            raise ConfigError(
+                f"space.page_size: {show(name, number)} is not a power-of-two multiple of the system page "
+                f"({show(name, page)}): use {', '.join(show(name, page << k) for k in range(4))}, ...")
+    return number
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """A searched parameter. ``values`` are the sampled values (ascending); a linear dimension is also
+    searched as the whole integer range ``values[0]..values[-1]`` by model-based strategies."""
+    name: str
+    values: tuple[int, ...]
+    linear: bool
+
+    @property
+    def low(self) -> int:
+        return self.values[0]
+
+    @property
+    def high(self) -> int:
+        return self.values[-1]
+
+    def contains(self, value: Any) -> bool:
+        if self.linear:
+            return isinstance(value, int) and self.low <= value <= self.high
+        return value in self.values
+
+    def nearest(self, value: int) -> int:
+        return min(self.values, key=lambda v: (abs(v - value), v))
+
+    def describe(self) -> str:
+        shown = [show(self.name, v) for v in self.values]
+        listed = ", ".join(shown) if len(shown) <= 8 else f"{', '.join(shown[:3])}, ..., {shown[-1]}"
+        return f"{listed} ({len(shown)} values)" if len(shown) > 1 else listed
+
+
+def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
+    unknown = set(spec) - SPEC_KEYS
+    if unknown:
+        raise ConfigError(f"space.{name}: unknown key(s) {sorted(unknown)}; a searched parameter has "
+                          f"min and max with step or factor, or values")
+    if spec.get("values") is not None:
+        values = sorted({parse_value(name, v) for v in spec["values"]})
+        if not values:
+            raise ConfigError(f"space.{name}.values is empty")
+        return Dimension(name, tuple(values), linear=False)
+    if spec.get("min") is None or spec.get("max") is None:
+        raise ConfigError(f"space.{name}: give min and max (with step or factor), or values")
+    low, high = parse_value(name, spec["min"]), parse_value(name, spec["max"])
+    if low > high:
+        raise ConfigError(f"space.{name}: min ({show(name, low)}) is above max ({show(name, high)})")
+    step, factor = spec.get("step"), spec.get("factor")
+    if step is not None and factor is not None:
+        raise ConfigError(f"space.{name}: give step (a linear range) or factor (a geometric one), not both")
+    if factor is not None:
+        if not isinstance(factor, int) or factor < 2:
+            raise ConfigError(f"space.{name}.factor must be an integer >= 2, not {factor!r}")
+        if low == 0:
+            raise ConfigError(f"space.{name}: a geometric range (factor) needs min >= 1")
+        values = [low]
+        while values[-1] * factor <= high:
+            values.append(values[-1] * factor)
+        return Dimension(name, tuple(values), linear=False)
+    step = 1 if step is None else parse_size(step) if name in SIZES else step
+    if not isinstance(step, int) or step < 1:
+        raise ConfigError(f"space.{name}.step must be a positive integer, not {step!r}")
+    return Dimension(name, tuple(range(low, high + 1, step)), linear=True)
+
+
+class Space:
+    """The searched dimensions and fixed values over all parameters (unnamed ones at ``defaults``)."""
+
+    def __init__(self, spec: Mapping[str, Any], defaults: Mapping[str, Any]):
+        unknown = [name for name in list(spec) + list(defaults) if name not in PARAMETERS]
+        if unknown:
+            raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; the parameters are: "
+                              f"{', '.join(PARAMETERS)}")
+        self.defaults = {name: parse_value(name, defaults[name]) for name in PARAMETERS if name in defaults}
+        self.fixed: Params = {}
+        self.dimensions: dict[str, Dimension] = {}
+        for name in PARAMETERS:
+            value = spec.get(name, self.defaults.get(name))
+            if isinstance(value, Mapping):
+                dimension = parse_dimension(name, value)
+                if len(dimension.values) == 1:
+                    self.fixed[name] = dimension.values[0]
+                else:
+                    self.dimensions[name] = dimension
+            elif value is not None:
+                self.fixed[name] = parse_value(name, value)
+        if self.defaults.get(LOW, 0) >= self.defaults.get(HIGH, 100):
+            raise ConfigError(f"the default {LOW} ({self.defaults[LOW]}) must be below {HIGH} "
+                              f"({self.defaults[HIGH]})")
+        self._restrict_watermarks()
+
+    def _restrict_watermarks(self) -> None:
+        """Drop watermark values that cannot satisfy low < high whatever the other one is."""
+        low, high = self.values(LOW), self.values(HIGH)
+        if not low or not high:
+            return
+        keep_low = [v for v in low if v < max(high)]
+        keep_high = [v for v in high if v > min(low)]
+        if not keep_low or not keep_high:
+            raise ConfigError(f"{LOW} must be below {HIGH}, but the space allows {LOW} {self.describe_one(LOW)} "
+                              f"and {HIGH} {self.describe_one(HIGH)}: lower space.{LOW} or raise space.{HIGH}")
+        for name, keep in ((LOW, keep_low), (HIGH, keep_high)):
+            if name in self.dimensions:
+                dimension = self.dimensions[name]
+                if len(keep) == 1:
+                    del self.dimensions[name]
+                    self.fixed[name] = keep[0]
+                else:
+                    self.dimensions[name] = Dimension(name, tuple(keep), dimension.linear)
+
+    def values(self, name: str) -> list[int]:
+        if name in self.dimensions:
+            return list(self.dimensions[name].values)
+        return [self.fixed[name]] if name in self.fixed else []
+
+    def describe_one(self, name: str) -> str:
+        if name in self.dimensions:
+            return self.dimensions[name].describe()
+        return show(name, self.fixed[name]) + " (fixed)" if name in self.fixed else "(pager default)"
+
+    def describe(self) -> str:
+        return "\n".join(f"  {name:17} {self.describe_one(name)}" for name in PARAMETERS)
+
+    @property
+    def watermarks_searched_linearly(self) -> bool:
+        return all(name in self.dimensions and self.dimensions[name].linear for name in (LOW, HIGH))
+
+    def feasible(self, params: Mapping[str, Any]) -> bool:
+        low, high = params.get(LOW), params.get(HIGH)
+        return low is None or high is None or low < high
+
+    def contains(self, params: Mapping[str, Any]) -> bool:
+        return (all(params.get(n) == v for n, v in self.fixed.items())
+                and all(d.contains(params.get(n)) for n, d in self.dimensions.items())
+                and self.feasible(params))
+
+    def complete(self, searched: Mapping[str, Any]) -> Params:
+        """A full parameter set from values of the searched dimensions, in the parameters' order."""
+        merged = {**self.fixed, **searched}
+        return {name: merged[name] for name in PARAMETERS if name in merged}
+
+    def grid_size(self) -> int:
+        return sum(1 for _ in self.grid())
+
+    def grid(self) -> Iterator[Params]:
+        """Every feasible combination of the sampled values."""
+        names = list(self.dimensions)
+        for combination in itertools.product(*(self.dimensions[n].values for n in names)):
+            params = self.complete(dict(zip(names, combination)))
+            if self.feasible(params):
+                yield params
+
+    def sample(self, rng: random.Random) -> Params:
+        while True:
+            params = self.complete({n: rng.choice(d.values) for n, d in self.dimensions.items()})
+            if self.feasible(params):
+                return params
+
+    def start(self) -> Params:
+        """The defaults moved into the space: the nearest sampled value of each searched parameter."""
+        params = self.complete({n: d.nearest(self.defaults.get(n, d.low)) for n, d in self.dimensions.items()})
+        if not self.feasible(params):
+            pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]
+            params[LOW], params[HIGH] = min(
+                pairs, key=lambda pair: abs(pair[0] - params[LOW]) + abs(pair[1] - params[HIGH]))
+        return params

@@ -1,0 +1,83 @@
+"""The common interface of the search strategies.
+
+A strategy proposes one parameter set at a time (``ask``) and learns the outcome of each (``tell``). It is
+also told outcomes it did not ask for: the defaults' run that starts every study, and the finished trials
+of a resumed study, so that it continues where it stopped. A failed trial is told as ``None``.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Generator, Mapping
+
+from autopager.space import Params, Space
+
+Key = tuple
+
+
+def key(params: Mapping[str, Any]) -> Key:
+    return tuple(sorted(params.items()))
+
+
+class Strategy(ABC):
+    def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
+        self.space = space
+        self.goal = goal
+        self.settings = settings
+        self.seed = seed
+
+    def loss(self, value: float | None) -> float | None:
+        """What the strategies minimize: the metric, negated when it is to be maximized."""
+        if value is None:
+            return None
+        return value if self.goal == "minimize" else -value
+
+    def planned_trials(self) -> int | None:
+        """How many trials the strategy means to run, if it knows."""
+        return self.settings.get("trials")
+
+    @abstractmethod
+    def ask(self) -> Params | None:
+        """The next parameters to measure, or None when the strategy is done."""
+
+    @abstractmethod
+    def tell(self, params: Params, value: float | None) -> None:
+        """The metric of ``params`` (None: the trial failed)."""
+
+
+class SearchStrategy(Strategy):
+    """A strategy written as a generator: ``search`` yields parameter sets and receives their losses.
+
+    Parameter sets already measured (told) are answered from memory without a trial, so a resumed study
+    replays the search up to where it stopped and then goes on.
+    """
+
+    def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
+        super().__init__(space, goal, settings, seed)
+        self._losses: dict[Key, float | None] = {}
+        self._search = self.search()
+        self._pending: Key | None = None
+        self._started = False
+
+    @abstractmethod
+    def search(self) -> Generator[Params, float | None, None]:
+        """Yield the parameters to measure; each yield returns their loss (None if the trial failed)."""
+
+    def measured(self, params: Mapping[str, Any]) -> bool:
+        return key(params) in self._losses
+
+    def ask(self) -> Params | None:
+        try:
+            if not self._started:
+                self._started = True
+                params = next(self._search)
+            else:
+                params = self._search.send(self._losses.get(self._pending))
+            while key(params) in self._losses:
+                params = self._search.send(self._losses[key(params)])
+        except StopIteration:
+            return None
+        self._pending = key(params)
+        return params
+
+    def tell(self, params: Params, value: float | None) -> None:
+        self._losses[key(params)] = self.loss(value)

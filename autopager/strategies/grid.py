@@ -1,0 +1,13 @@
+"""Grid search: every feasible combination of the space's sampled values (the paper's exhaustive baseline)."""
+from __future__ import annotations
+
+from autopager.strategies.base import SearchStrategy
+
+
+class GridStrategy(SearchStrategy):
+    def planned_trials(self) -> int:
+        return self.space.grid_size()
+
+    def search(self):
+        for params in self.space.grid():
+            yield params

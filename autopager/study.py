@@ -1,0 +1,255 @@
+"""A study: the defaults' run, then the trials a strategy asks for, each appended to the study's table.
+
+The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
+configuration, and ``trials.csv``, one row a trial: its parameters, status, metric (the median of the
+repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr. The table is rewritten
+after every trial, so a study killed at any moment loses at most the trial in flight; running it again
+(same workload, space, strategy and study name) gives the finished trials back to the strategy and goes on.
+"""
+from __future__ import annotations
+
+import datetime
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from autopager.errors import ConfigError, StudyError
+from autopager.params import PARAMETERS
+from autopager.profiles import save_profile, this_machine
+from autopager.progress import Progress, format_value, speedup
+from autopager.runner import Measurement, Runner
+from autopager.space import Params, Space, show_params
+from autopager.strategies import STRATEGIES, make_strategy
+from autopager.workloads import Workload
+
+COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
+           "exit_code", "error", "stderr_tail", "started"]
+INTEGER_COLUMNS = ["trial", "exit_code", *PARAMETERS]
+IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
+TABLE, CONFIG = "trials.csv", "config.yaml"
+
+
+def row_params(row: Mapping[str, Any]) -> Params:
+    return {name: row[name] for name in PARAMETERS if row.get(name) is not None}
+
+
+class StudyTable:
+    """The trials of a study, kept in a CSV file rewritten (atomically) after each trial."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows: list[dict[str, Any]] = self._read() if path.is_file() else []
+
+    def _read(self) -> list[dict[str, Any]]:
+        frame = pd.read_csv(self.path, dtype={"kind": str, "status": str, "error": str, "stderr_tail": str,
+                                               "repeats": str, "started": str})
+        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        for row in rows:
+            for column in INTEGER_COLUMNS:
+                if row.get(column) is not None:
+                    row[column] = int(row[column])
+        return rows
+
+    def append(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        temporary = self.path.with_suffix(".tmp")
+        pd.DataFrame(self.rows, columns=COLUMNS).to_csv(temporary, index=False)
+        os.replace(temporary, self.path)
+
+
+def default_name(strategy: str, space: str, size: Any) -> str:
+    parts = [strategy] + ([] if space == "default" else [space]) + ([] if size is None else [f"size{size}"])
+    return "-".join(parts)
+
+
+class Study:
+    def __init__(self, config: DictConfig, space_name: str = "default"):
+        self.config = config
+        self.workload = Workload.from_config(config.workload, config.data_dir)
+        self.space = Space(config.space, config.baseline)
+        self.baseline = Space({}, config.baseline).defaults
+        self.strategy_name = config.strategy.name
+        if self.strategy_name not in STRATEGIES:
+            raise ConfigError(f"unknown strategy {self.strategy_name!r}; the strategies are: {', '.join(STRATEGIES)}")
+        try:
+            self.runner = Runner(self.workload, int(config.runner.repeats), config.runner.page_cache,
+                                 int(config.runner.stderr_lines))
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size)
+        self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
+        self._check_resumable()
+        self.workload.check()
+        self.table = StudyTable(self.directory / TABLE)
+        self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions)
+
+    def _check_resumable(self) -> None:
+        saved = self.directory / CONFIG
+        if not (self.directory / TABLE).is_file() or not saved.is_file():
+            return
+        if not self.config.study.resume:
+            raise ConfigError(f"study {self.directory} exists and study.resume=false: choose another study.name "
+                              f"or remove that directory")
+        old = yaml.safe_load(saved.read_text()) or {}
+        new = OmegaConf.to_container(self.config, resolve=True)
+        changed = [key for key in IDENTITY if old.get(key) != new.get(key)]
+        if changed:
+            raise ConfigError(f"study {self.directory} was run with other {', '.join(changed)} settings: to resume "
+                              f"it, use the same ones; to start another study, give study.name=NAME")
+
+    # --- measuring -------------------------------------------------------------------------------------
+
+    def timeout(self, default: Mapping[str, Any] | None) -> float:
+        runner = self.config.runner
+        if runner.timeout is not None:
+            return float(runner.timeout)
+        if self.workload.timeout is not None:
+            return float(self.workload.timeout)
+        if default is None:
+            return float(runner.first_timeout)
+        per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
+        return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
+
+    def measure(self, params: Params, kind: str, timeout: float) -> dict[str, Any]:
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        begin = time.perf_counter()
+        if self.space.feasible(params):
+            result = self.runner.measure(params, timeout)
+        else:
+            result = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
+        row = {
+            "trial": len(self.table.rows), "kind": kind, "status": "ok" if result.ok else "failed",
+            "value": result.value, **{name: params.get(name) for name in PARAMETERS},
+            "repeats": ";".join(f"{v:.6g}" for v in result.values), "wall_seconds": result.wall_seconds,
+            "seconds": time.perf_counter() - begin, "timeout": timeout, "exit_code": result.exit_code,
+            "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": started,
+        }
+        self.table.append(row)
+        return row
+
+    # --- the study -------------------------------------------------------------------------------------
+
+    def ok_rows(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [row for row in self.table.rows if row["status"] == "ok" and kind in (None, row["kind"])]
+
+    def best(self) -> dict[str, Any] | None:
+        rows = self.ok_rows()
+        pick = min if self.workload.goal == "minimize" else max
+        return pick(rows, key=lambda row: row["value"]) if rows else None
+
+    def tuning_seconds(self) -> float:
+        return sum(row["seconds"] or 0.0 for row in self.table.rows)
+
+    def trial_limit(self, planned: int | None) -> int | None:
+        return self.config.budget.trials if self.config.budget.trials is not None else planned
+
+    def run(self) -> dict[str, Any]:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
+        resumed = len(self.table.rows)
+        self.progress.print(f"study {self.directory} ({'resuming after ' + str(resumed) + ' trials' if resumed else 'new'})"
+                            f": workload {self.workload.name}, strategy {self.strategy_name}\nspace:\n"
+                            f"{self.space.describe()}")
+        prepared = self.runner.prepare()
+        if not prepared.ok:
+            raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
+        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                 int(self.config.seed))
+        for row in self.table.rows:
+            strategy.tell(row_params(row), row["value"] if row["status"] == "ok" else None)
+        planned = strategy.planned_trials()
+        limit = self.trial_limit(planned)
+
+        default = next(iter(self.ok_rows("default")), None)
+        if default is None:
+            row = self.measure(self.baseline, "default", self.timeout(None))
+            self.report(row, limit)
+            if row["status"] != "ok":
+                raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
+            strategy.tell(row_params(row), row["value"])
+            default = row
+        minutes = self.config.budget.minutes
+        while limit is None or sum(row["kind"] == "search" for row in self.table.rows) < limit:
+            if minutes is not None and self.tuning_seconds() >= 60 * minutes:
+                self.progress.print(f"budget.minutes={minutes} reached")
+                break
+            params = strategy.ask()
+            if params is None:
+                break
+            row = self.measure(params, "search", self.timeout(default))
+            strategy.tell(params, row["value"] if row["status"] == "ok" else None)
+            self.report(row, limit)
+        return self.finish(default)
+
+    def report(self, row: Mapping[str, Any], limit: int | None) -> None:
+        best = self.best()
+        defaults = self.ok_rows("default")
+        self.progress.trial(row, limit, best and best["value"], defaults[0]["value"] if defaults else None)
+
+    # --- the end ---------------------------------------------------------------------------------------
+
+    def pagesize_best(self) -> tuple[float, Path] | None:
+        """The best result of a page-size-only study of the same workload and data, if one was run."""
+        found = []
+        for config_path in self.directory.parent.glob(f"*/{CONFIG}"):
+            if config_path.parent == self.directory or not (config_path.parent / TABLE).is_file():
+                continue
+            other = yaml.safe_load(config_path.read_text()) or {}
+            if (other.get("strategy", {}).get("name") != "pagesize"
+                    or other.get("workload") != OmegaConf.to_container(self.config.workload, resolve=True)):
+                continue
+            values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows if row["status"] == "ok"]
+            if values:
+                found.append(((min if self.workload.goal == "minimize" else max)(values), config_path.parent))
+        if not found:
+            return None
+        return (min if self.workload.goal == "minimize" else max)(found, key=lambda item: item[0])
+
+    def finish(self, default: Mapping[str, Any]) -> dict[str, Any]:
+        best = self.best()
+        metric, goal = self.workload.metric, self.workload.goal
+        rows = self.table.rows
+        failed = sum(row["status"] != "ok" for row in rows)
+        gain = speedup(best["value"], default["value"], goal)
+        lines = [("study", str(self.directory)),
+                 ("best", f"{format_value(best['value'], metric)} (trial {best['trial']})"),
+                 ("parameters", show_params(row_params(best))),
+                 ("speedup over defaults", f"{gain:.2f}x (defaults: {format_value(default['value'], metric)})")]
+        pagesize = self.pagesize_best()
+        if pagesize:
+            lines.append(("speedup over page size", f"{speedup(best['value'], pagesize[0], goal):.2f}x "
+                                                    f"(page-size-only best: {format_value(pagesize[0], metric)})"))
+        lines += [("trials", f"{len(rows)} ({failed} failed)"),
+                  ("tuning time", f"{self.tuning_seconds():.1f} s")]
+        summary = {"directory": self.directory, "best": best, "default": default, "speedup": gain,
+                   "trials": len(rows), "failed": failed, "tuning_seconds": self.tuning_seconds(), "profile": None}
+        if self.config.study.save_profile:
+            path, written = save_profile(self.profile_record(best, default, gain), Path(self.config.profile_dir).expanduser())
+            summary["profile"] = path
+            lines.append(("profile", f"{'saved' if written else 'kept (it is better)'}: {path}"))
+        self.progress.summary(lines)
+        top = sorted(self.ok_rows(), key=lambda row: row["value"], reverse=goal == "maximize")[:5]
+        self.progress.print("\nbest trials:")
+        self.progress.table(top, list(self.space.dimensions))
+        return summary
+
+    def profile_record(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float) -> dict[str, Any]:
+        return {
+            "workload": self.workload.name,
+            "params": row_params(best),
+            "metric": self.workload.metric,
+            "goal": self.workload.goal,
+            "value": best["value"],
+            "default_value": default["value"],
+            "speedup_over_default": round(gain, 3) if math.isfinite(gain) else None,
+            "found_on": {"workload": self.workload.knobs, "machine": this_machine()},
+            "strategy": self.strategy_name,
+            "trials": len(self.table.rows),
+            "study": str(self.directory.resolve()),
+        }

@@ -1,0 +1,59 @@
+"""A synthetic workload with a known optimum, to try the tuner in seconds (``autopager tune workload=synthetic``).
+
+It reads its paging parameters from the UMAP_* environment like any pager program, computes the time a
+paging-bound program would take with them, sleeps for that long, and prints the time as its result line.
+The optimum is page_size 256KiB, fillers 4, evictors 2, evict_high_water 80, evict_low_water 50,
+read_ahead 4; each parameter away from it costs a known factor. Stand-alone: run as a script.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
+           "read_ahead": 4}
+DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": os.cpu_count() or 1,
+            "UMAP_PAGE_EVICTORS": os.cpu_count() or 1, "UMAP_EVICT_HIGH_WATER_THRESHOLD": 90,
+            "UMAP_EVICT_LOW_WATER_THRESHOLD": 70, "UMAP_READ_AHEAD": 0}
+
+
+def setting(name: str) -> int:
+    return int(os.environ.get(name, DEFAULTS[name]))
+
+
+def cost(page_size: int, fillers: int, evictors: int, high: int, low: int, read_ahead: int) -> float:
+    """The slowdown over the optimum (1.0 there): a product of one factor a parameter."""
+    factors = (
+        1 + 0.15 * (math.log2(page_size) - math.log2(OPTIMUM["page_size"])) ** 2,
+        1 + 0.3 * abs(math.log2(fillers) - math.log2(OPTIMUM["fillers"])),
+        1 + 0.15 * abs(math.log2(evictors) - math.log2(OPTIMUM["evictors"])),
+        1 + ((high - OPTIMUM["evict_high_water"]) / 30) ** 2,
+        1 + ((low - OPTIMUM["evict_low_water"]) / 40) ** 2,
+        1 + 0.2 * abs(read_ahead - OPTIMUM["read_ahead"]) / OPTIMUM["read_ahead"],
+    )
+    return math.prod(factors)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", type=float, default=4, help="milliseconds at the optimum")
+    args = parser.parse_args()
+    high, low = setting("UMAP_EVICT_HIGH_WATER_THRESHOLD"), setting("UMAP_EVICT_LOW_WATER_THRESHOLD")
+    if not 0 <= low < high <= 100:
+        print(f"synthetic: UMAP_EVICT_LOW_WATER_THRESHOLD ({low}) must be below "
+              f"UMAP_EVICT_HIGH_WATER_THRESHOLD ({high})", file=sys.stderr)
+        return 1
+    slowdown = cost(setting("UMAP_PAGESIZE"), setting("UMAP_PAGE_FILLERS"), setting("UMAP_PAGE_EVICTORS"),
+                    high, low, setting("UMAP_READ_AHEAD"))
+    seconds = args.size / 1000 * slowdown
+    start = time.perf_counter()
+    time.sleep(seconds)
+    print(json.dumps({"metric": "seconds", "value": seconds, "goal": "minimize",
+                      "stats": {"slept": time.perf_counter() - start, "slowdown": slowdown}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""Workloads: the programs a study runs, read from ``configs/workload/NAME.yaml``, and where they live.
+
+A workload's ``command`` (and optional ``prepare``) is split into words like a shell would, then each word's
+placeholders are filled in: ``{bin}`` the directory of the workload executables, ``{data_dir}``, ``{size}``,
+``{threads}``, ``{python}`` (this interpreter) and ``{package}`` (the autopager package directory).
+
+``{bin}`` is, in order: ``$AUTOPAGER_BIN``; ``<package>/bin`` (where ``pip install`` puts the executables);
+``<repo>/build/workloads`` (a developer build).
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import shutil
+import string
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from autopager.errors import ConfigError
+from autopager.params import parse_size
+
+PACKAGE = Path(__file__).resolve().parent
+REPO = PACKAGE.parent
+PLACEHOLDERS = ("bin", "data_dir", "size", "threads", "python", "package")
+GOALS = ("minimize", "maximize")
+
+
+def config_dir() -> Path:
+    """The Hydra configuration: ``$AUTOPAGER_CONFIG_DIR``, else ``<package>/configs``, else ``<repo>/configs``."""
+    if os.environ.get("AUTOPAGER_CONFIG_DIR"):
+        return Path(os.environ["AUTOPAGER_CONFIG_DIR"]).resolve()
+    for candidate in (PACKAGE / "configs", REPO / "configs"):
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    raise ConfigError(f"no autopager configuration found in {PACKAGE / 'configs'} or {REPO / 'configs'}; "
+                      f"set AUTOPAGER_CONFIG_DIR to the directory holding config.yaml")
+
+
+def available(group: str) -> list[str]:
+    """The options of a config group (workload, space, strategy)."""
+    return sorted(path.stem for path in (config_dir() / group).glob("*.yaml"))
+
+
+def bin_candidates() -> list[Path]:
+    if os.environ.get("AUTOPAGER_BIN"):
+        return [Path(os.environ["AUTOPAGER_BIN"]).expanduser()]
+    return [PACKAGE / "bin", REPO / "build" / "workloads"]
+
+
+def locate_bin(program: str) -> Path:
+    """The directory holding the workload executable ``program``."""
+    candidates = bin_candidates()
+    for directory in candidates:
+        if os.access(directory / program, os.X_OK):
+            return directory
+    raise ConfigError(f"workload executable {program!r} not found in {', '.join(map(str, candidates))}: "
+                      f"build the workloads (`pip install .`, or `cmake -B build && cmake --build build`) "
+                      f"or set AUTOPAGER_BIN to the directory holding them")
+
+
+def placeholders(word: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(word) if field is not None}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    command: str
+    prepare: str | None
+    size: Any
+    threads: Any
+    metric: str
+    goal: str
+    buffer_size: int | None
+    data_files: str | None
+    timeout: float | None
+    time_process: bool
+    data_dir: Path
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], data_dir: str) -> "Workload":
+        name = config.get("name") or "workload"
+        command = config.get("command")
+        if not command or not str(command).strip():
+            raise ConfigError(f"workload {name}: no command; give one with workload.command=\"./myapp --input big.bin\"")
+        goal = config.get("goal", "minimize")
+        if goal not in GOALS:
+            raise ConfigError(f"workload.goal must be minimize or maximize, not {goal!r}")
+        try:
+            buffer_size = None if config.get("buffer_size") is None else parse_size(config["buffer_size"])
+        except ValueError as error:
+            raise ConfigError(f"workload.buffer_size: {error}") from None
+        timeout = config.get("timeout")
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            raise ConfigError(f"workload.timeout must be a positive number of seconds, not {timeout!r}")
+        workload = cls(name=str(name), command=str(command), prepare=config.get("prepare"), size=config.get("size"),
+                       threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
+                       buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
+                       time_process=bool(config.get("time_process", False)),
+                       data_dir=Path(str(data_dir)).expanduser())
+        for template in (workload.command, workload.prepare, workload.data_files):
+            if template:
+                workload._fill_words(template, check_only=True)
+        return workload
+
+    @property
+    def knobs(self) -> dict[str, Any]:
+        """The size knobs: what a profile's data part is named after."""
+        return {"size": self.size, "threads": self.threads}
+
+    def _fill_words(self, template: str, check_only: bool = False) -> list[str]:
+        try:
+            words = shlex.split(template)
+        except ValueError as error:
+            raise ConfigError(f"workload {self.name}: cannot split {template!r}: {error}") from None
+        fields = set().union(*(placeholders(word) for word in words)) if words else set()
+        unknown = fields - set(PLACEHOLDERS)
+        if unknown:
+            raise ConfigError(f"workload {self.name}: unknown placeholder(s) {sorted(unknown)} in {template!r}; "
+                              f"known: {', '.join('{%s}' % p for p in PLACEHOLDERS)}")
+        if check_only:
+            return words
+        values = {"data_dir": self.data_dir, "size": self.size, "threads": self.threads,
+                  "python": sys.executable, "package": PACKAGE}
+        if "bin" in fields:
+            program = next(w for w in words if "{bin}" in w).split("{bin}", 1)[1].lstrip("/").split("/")[0]
+            values["bin"] = locate_bin(program)
+        return [word.format(**values) for word in words]
+
+    def argv(self) -> list[str]:
+        return self._fill_words(self.command)
+
+    def prepare_argv(self) -> list[str] | None:
+        return self._fill_words(self.prepare) if self.prepare else None
+
+    def data_paths(self) -> list[Path]:
+        """The files to evict from the page cache before a run."""
+        if not self.data_files:
+            return []
+        return [Path(p) for pattern in self._fill_words(self.data_files) for p in sorted(glob.glob(pattern))]
+
+    def check(self) -> None:
+        """Fail early, with the fix, if the program cannot be started."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for argv in (self.argv(), self.prepare_argv()):
+            if argv is None:
+                continue
+            program = argv[0]
+            found = os.access(program, os.X_OK) if "/" in program else shutil.which(program) is not None
+            if not found:
+                raise ConfigError(f"workload {self.name}: cannot run {program!r}: no such executable")
