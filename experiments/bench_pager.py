@@ -188,12 +188,21 @@ def run_spec(a, spec: Spec) -> dict:
     return result
 
 
+def run_measured(a, spec: Spec) -> dict:
+    """run_spec, with the machine's load (other users of the 2 CPUs) before and after the run."""
+    load_before = os.getloadavg()[0]
+    result = run_spec(a, spec)
+    result["load_before"], result["load_after"] = load_before, os.getloadavg()[0]
+    return result
+
+
 # ------------------------------------------------------------------------------------------- results
 
 CSV_FIELDS = ["rep", "section", "row", "column", "bench", "backend", "store", "pattern", "direct", "threads",
               "fillers", "page_size", "read_ahead", "prefetch", "iodepth", "seconds", "pages", "pages_per_s",
               "mb_per_s", "us_per_page", "us_per_fault", "fault_service_mean_us", "fault_service_p99_us",
-              "read_faults", "fills", "evictions", "major_faults", "command"]
+              "read_faults", "fills", "evictions", "major_faults", "cpu_user_s", "cpu_system_s", "cpu_us_per_page",
+              "load_before", "load_after", "command"]
 
 
 class Results:
@@ -254,8 +263,8 @@ def floor_section(res: Results, targets: list) -> str:
     rows = []
     for place in ("any CPU", "1 CPU"):
         floor = res.median("floor", "bare userfaultfd round trip", place, "us_per_fault")
-        rows.append([f"floor ({place})", fmt(floor, 1), "-", fmt(res.median("floor", "bare userfaultfd round trip",
-                                                                       place, "p99_us"), 1), "1.00"])
+        rows.append([f"floor ({place})", fmt(floor, 1), "-",
+                     fmt(res.median("floor", "bare userfaultfd round trip", place, "p99_us"), 1), "-", "1.00"])
     for r in ("pager, fillers 1", "pager, fillers 2", "pager, fillers 1, evicting (region 4x buffer)"):
         for place in ("any CPU", "1 CPU"):
             us = res.median("memory", r, place, "us_per_page")
@@ -264,12 +273,13 @@ def floor_section(res: Results, targets: list) -> str:
             ratio = res.ratio(("memory", r, place), ("floor", "bare userfaultfd round trip", place),
                               "us_per_page", "us_per_fault")
             rows.append([f"{r} ({place})", fmt(us, 1), fmt(res.median("memory", r, place, "fault_service_mean_us"), 1),
-                         fmt(res.median("memory", r, place, "fault_service_p99_us"), 1), fmt(ratio, 2)])
+                         fmt(res.median("memory", r, place, "fault_service_p99_us"), 1),
+                         fmt(res.median("memory", r, place, "cpu_us_per_page"), 1), fmt(ratio, 2)])
             if r == "pager, fillers 1" and ratio is not None:
                 targets.append([f"memory store, 4 KiB fault, fillers 1 ({place}): within {FLOOR_TARGET}x of the floor",
                                 f"{ratio:.2f}x", verdict(ratio <= FLOOR_TARGET)])
     out.append(table(["configuration", "µs per fault (application)", "pager's service mean µs",
-                        "p99 µs (floor: per touch; pager: service)", "x floor"], rows))
+                        "p99 µs (floor: per touch; pager: service)", "CPU µs per fault (all threads)", "x floor"], rows))
     scan = [[r, fmt(res.median("memory-scan", r, "pager, memory store", "mb_per_s"))]
             for r in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "memory-scan")]
     if scan:
@@ -339,12 +349,15 @@ def write_report(a, res: Results, started: str) -> str:
         parts.append(sequential_section(res, targets))
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
+    loads = [r[k] for r in res.rows for k in ("load_before", "load_after") if k in r]
     head = [
         "# Benchmark of the native pager (issue 2)", "",
         f"Run {started} UTC on {platform.node()}: {os.cpu_count()} CPUs, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB RAM, kernel {platform.release()}, "
         f"commit {commit}. Data file {size_text(a.file_size)}, pager buffer {a.buffer_mib} MiB, "
-        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}.", "",
+        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}. "
+        f"1-minute load average during the runs (other users of the 2 CPUs): "
+        f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}.", "",
         f"Command: `{' '.join(sys.argv)}`. Raw runs: pager_bench.csv, runs.jsonl.", "",
         "## Targets", "", table(["target", "measured", "verdict"], targets), ""]
     text = "\n".join(head + ["\n\n".join(parts), ""])
@@ -434,7 +447,7 @@ def main(argv=None) -> int:
     try:
         for rep in range(a.reps):
             for i, spec in enumerate(plan.specs):
-                result = run_spec(a, spec)
+                result = run_measured(a, spec)
                 res.add(rep, spec, result)
                 print(f"[rep {rep + 1}/{a.reps} {i + 1}/{len(plan.specs)}] {spec.section} | {spec.row} | "
                       f"{spec.column}: {result.get('pages_per_s', result.get('faults_per_s', 0)):,.0f} pages/s, "

@@ -16,15 +16,21 @@
 
 namespace {
 
-struct FaultCounts {
-  std::uint64_t major = 0;
-  std::uint64_t minor = 0;
+// The whole process's faults and CPU time: the application's threads and the pager's.
+struct ProcessUsage {
+  std::uint64_t major_faults = 0;
+  std::uint64_t minor_faults = 0;
+  double user_s = 0;
+  double system_s = 0;
 };
 
-FaultCounts process_faults() {
+double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; }
+
+ProcessUsage process_usage() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return {static_cast<std::uint64_t>(u.ru_majflt), static_cast<std::uint64_t>(u.ru_minflt)};
+  return {static_cast<std::uint64_t>(u.ru_majflt), static_cast<std::uint64_t>(u.ru_minflt), seconds_of(u.ru_utime),
+          seconds_of(u.ru_stime)};
 }
 
 }  // namespace
@@ -34,9 +40,9 @@ int main(int argc, char** argv) try {
   const Options o = parse_options(argc, argv);
   auto mapping = o.backend == Backend::pager ? make_pager_mapping(o) : make_kernel_mapping(o);
 
-  const FaultCounts before = process_faults();
+  const ProcessUsage before = process_usage();
   const AccessResult r = run_access(*mapping, o);
-  const FaultCounts after = process_faults();
+  const ProcessUsage after = process_usage();
 
   JsonLine out;
   out.add("bench", "fault_bench")
@@ -54,8 +60,13 @@ int main(int argc, char** argv) try {
       .add("pages_per_s", static_cast<double>(r.pages) / r.seconds)
       .add("mb_per_s", static_cast<double>(r.bytes) / r.seconds / 1e6)
       .add("us_per_page", r.pages ? r.seconds * 1e6 / static_cast<double>(r.pages) : 0.0)
-      .add("major_faults", after.major - before.major)
-      .add("minor_faults", after.minor - before.minor)
+      .add("major_faults", after.major_faults - before.major_faults)
+      .add("minor_faults", after.minor_faults - before.minor_faults)
+      .add("cpu_user_s", after.user_s - before.user_s)
+      .add("cpu_system_s", after.system_s - before.system_s)
+      .add("cpu_us_per_page", r.pages ? (after.user_s + after.system_s - before.user_s - before.system_s) * 1e6 /
+                                            static_cast<double>(r.pages)
+                                      : 0.0)
       .add("checksum", r.checksum);
   std::printf("%s\n", out.str().c_str());
   std::fflush(stdout);
