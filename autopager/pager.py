@@ -6,9 +6,7 @@ defaults, the UMAP_* environment variables, a profile, and keyword arguments.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
-import errno
 import threading
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 
@@ -22,9 +20,6 @@ ProfileLike = Union[str, PathLike, Mapping[str, Any]]
 
 _COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events")
 _UINT_MAX = (1 << 32) - 1
-_USERFAULTFD_FIX = ("userfaultfd is not available to this process: run as root, give it CAP_SYS_PTRACE, "
-                    "or allow unprivileged use with `sysctl vm.unprivileged_userfaultfd=1` "
-                    "(Linux >= 5.11 also needs read-write access to /dev/userfaultfd)")
 
 
 class Pager:
@@ -50,12 +45,7 @@ class Pager:
 
     def __init__(self, *, profile: Optional[ProfileLike] = None, **params: Any) -> None:
         config = native_config(resolve_parameters(profile, params))
-        try:
-            self._native: Optional[_native.Pager] = _native.Pager(config)
-        except OSError as error:
-            if error.errno in (errno.EPERM, errno.EACCES, errno.ENOSYS) and "userfaultfd" not in str(error):
-                raise OSError(error.errno, f"{error.strerror or error}: {_USERFAULTFD_FIX}") from error
-            raise
+        self._native: Optional[_native.Pager] = _native.Pager(config)
         self._config = self._native.config
         self._final_stats: Optional[Dict[str, float]] = None
 
@@ -244,9 +234,9 @@ def _count(name: str, value: Any) -> int:
         number = int(value)
     except ValueError:
         raise ValueError(f"{name} must be a whole number (got {value!r})") from None
-    if not 0 <= number <= _UINT_MAX:
-        raise ValueError(f"{name}={number} is out of range: it must be between 0 and {_UINT_MAX}")
+    if number < 0:
+        raise ValueError(f"{name}={number}: out of range; it must not be negative")
+    if number > _UINT_MAX:
+        raise ValueError(f"{name}={number}: out of range; it must be at most {_UINT_MAX}")
     return number
 
-
-atexit.register(_native.flush_all)

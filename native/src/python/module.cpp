@@ -13,7 +13,6 @@
 #include "autopager/autopager.hpp"
 #include "copy_on_write_store.hpp"
 #include "errors.hpp"
-#include "pager_registry.hpp"
 #include "region.hpp"
 #include "scratch_store.hpp"
 
@@ -41,12 +40,12 @@ py::dict stats_to_dict(const Stats& stats) {
 }
 
 void flush_pager(Pager& pager) {
-  int result = 0;
+  int error = 0;
   {
     py::gil_scoped_release unlocked;
-    result = pager.flush();
+    if (pager.flush() != 0) error = errno;
   }
-  if (result != 0) throw std::system_error(errno, std::generic_category(), "writing back dirty pages failed");
+  if (error != 0) throw std::system_error(error, std::generic_category(), "writing back dirty pages failed");
 }
 
 std::shared_ptr<Store> file_store(const std::string& path, bool writable, std::uint64_t offset,
@@ -112,15 +111,13 @@ void bind_pager(py::module_& m) {
   py::class_<Pager, std::shared_ptr<Pager>>(m, "Pager", "One buffer and one set of threads for any number of regions.")
       .def(py::init([](const Config& config) {
              py::gil_scoped_release unlocked;
-             return python::open_pager(config);
+             return std::make_shared<Pager>(config);
            }),
            py::arg("config"))
       .def("flush", &flush_pager, "Writes back every dirty page of every region.")
       .def("stats", [](const Pager& pager) { return stats_to_dict(pager.stats()); })
-      .def_property_readonly("config", &Pager::config)
+      .def_property_readonly("config", [](const Pager& pager) { return Config(pager.config()); })
       .def_property_readonly("has_write_protect", &Pager::has_write_protect);
-  m.def("flush_all", &python::flush_all_pagers, py::call_guard<py::gil_scoped_release>(),
-        "Writes back every pager still alive; returns how many failed.");
 }
 
 void bind_region(py::module_& m) {
