@@ -44,7 +44,15 @@ struct ThreadTally {
   std::uint64_t pages = 0;
   std::uint64_t bytes = 0;
   std::uint64_t checksum = 0;
+  std::vector<float> touch_us;  // random: one entry a touch
 };
+
+double percentile(std::vector<float>& v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[static_cast<std::size_t>(k)];
+}
 
 // Hands out consecutive slices of the shared permutation.
 class Claims {
@@ -80,8 +88,10 @@ void random_thread(Mapping& m, Claims& claims, unsigned batch, Clock::time_point
     auto next = claims.claim(step);
     if (batch) prefetch(next);
     for (std::size_t i = current.first; i < current.second; ++i) {
-      if (Clock::now() >= deadline) return;
+      const auto t0 = Clock::now();
+      if (t0 >= deadline) return;
       t.checksum += touch(m.base() + claims.unit_at(i) * unit);
+      t.touch_us.push_back(std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
       ++t.pages;
       t.bytes += unit;
     }
@@ -130,11 +140,15 @@ AccessResult run_access(Mapping& m, const Options& o) {
 
   AccessResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (const auto& t : tallies) {
+  std::vector<float> touch_us;
+  for (auto& t : tallies) {
     r.pages += t.pages;
     r.bytes += t.bytes;
     r.checksum += t.checksum;
+    touch_us.insert(touch_us.end(), t.touch_us.begin(), t.touch_us.end());
   }
+  r.p50_us = percentile(touch_us, 0.5);
+  r.p99_us = percentile(touch_us, 0.99);
   return r;
 }
 

@@ -13,6 +13,8 @@ struct AccessResult {
   std::uint64_t pages = 0;       // distinct units touched (each needs one fill or one kernel read)
   std::uint64_t bytes = 0;       // bytes of the mapping covered by the touches
   std::uint64_t checksum = 0;    // sum of the words read, so the reads cannot be elided
+  double p50_us = 0;             // random: percentiles of the time one touch took (the fault's round trip)
+  double p99_us = 0;
 };
 
 // Random: the threads share one random permutation of the mapping's units and touch the first word of

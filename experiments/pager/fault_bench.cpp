@@ -60,6 +60,8 @@ int main(int argc, char** argv) try {
       .add("pages_per_s", static_cast<double>(r.pages) / r.seconds)
       .add("mb_per_s", static_cast<double>(r.bytes) / r.seconds / 1e6)
       .add("us_per_page", r.pages ? r.seconds * 1e6 / static_cast<double>(r.pages) : 0.0)
+      .add("touch_p50_us", r.p50_us)
+      .add("touch_p99_us", r.p99_us)
       .add("major_faults", after.major_faults - before.major_faults)
       .add("minor_faults", after.minor_faults - before.minor_faults)
       .add("cpu_user_s", after.user_s - before.user_s)
