@@ -1,0 +1,152 @@
+// kv: the read benchmarks of LMDB's db_bench over a mapped key-value store file: readseq (a cursor from
+// the first key to the last), readreverse (from the last to the first) and readrandom (point lookups of
+// random keys through the index). Each thread walks its own part of the records, or its share of the
+// lookups. Every key and value read is checked. Metric: operations per second.
+#include <algorithm>
+#include <omp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "datafile.hpp"
+#include "kv_file.hpp"
+#include "mapping.hpp"
+#include "random.hpp"
+#include "workload.hpp"
+
+using namespace workloads;
+
+namespace {
+
+constexpr std::uint64_t kQuerySeed = 0xdbbe4c4;
+
+struct Store {
+  const char* records;
+  const char* index;
+  KvLayout layout;
+
+  const char* record(std::uint64_t i) const { return records + i * layout.record_bytes(); }
+
+  // The record holding `key`, or layout.records when absent: a binary search of the index for the last
+  // block starting at or before the key, then of that block.
+  std::uint64_t find(const char* key) const {
+    std::uint64_t low = 0, high = layout.index_entries();
+    while (high - low > 1) {
+      const std::uint64_t middle = (low + high) / 2;
+      if (std::memcmp(index + middle * kKeyBytes, key, kKeyBytes) <= 0) low = middle; else high = middle;
+    }
+    std::uint64_t first = low * kIndexStride;
+    std::uint64_t last = std::min(layout.records, first + kIndexStride);
+    while (first < last) {
+      const std::uint64_t middle = (first + last) / 2;
+      const int order = std::memcmp(record(middle), key, kKeyBytes);
+      if (order == 0) return middle;
+      if (order < 0) first = middle + 1; else last = middle;
+    }
+    return layout.records;
+  }
+};
+
+// What the readers saw: the sum of the values read and the number of wrong records.
+struct Tally {
+  std::uint64_t value_sum = 0;
+  std::uint64_t errors = 0;
+};
+
+// Reads record i (key and value) and checks it.
+void read_record(const Store& store, std::uint64_t i, Tally& tally) {
+  char key[kKeyBytes];
+  make_key(i, key);
+  const char* record = store.record(i);
+  const std::uint64_t sum = value_sum(record + kKeyBytes, store.layout.value_bytes);
+  tally.value_sum += sum;
+  tally.errors += std::memcmp(record, key, kKeyBytes) != 0 || sum != expected_value_sum(i, store.layout.value_bytes);
+}
+
+// readseq and readreverse: the records split into one contiguous part a thread.
+Tally scan(const Store& store, bool reverse) {
+  Tally total;
+  std::atomic<std::uint64_t> value_sum{0}, errors{0};
+#pragma omp parallel
+  {
+    Tally mine;
+    const std::uint64_t threads = static_cast<std::uint64_t>(omp_get_num_threads());
+    const std::uint64_t me = static_cast<std::uint64_t>(omp_get_thread_num());
+    const std::uint64_t begin = store.layout.records * me / threads;
+    const std::uint64_t end = store.layout.records * (me + 1) / threads;
+    for (std::uint64_t k = begin; k < end; ++k) read_record(store, reverse ? end - 1 - (k - begin) : k, mine);
+    value_sum += mine.value_sum;
+    errors += mine.errors;
+  }
+  total.value_sum = value_sum;
+  total.errors = errors;
+  return total;
+}
+
+// readrandom: lookup j searches the key of record mix64(seed + j) mod records (the same lookups for any
+// thread count).
+Tally lookups(const Store& store, std::uint64_t count) {
+  std::uint64_t value_sum = 0, errors = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : value_sum, errors)
+  for (std::uint64_t j = 0; j < count; ++j) {
+    const std::uint64_t wanted = mix64(kQuerySeed + j) % store.layout.records;
+    char key[kKeyBytes];
+    make_key(wanted, key);
+    const std::uint64_t found = store.find(key);
+    if (found != wanted) {
+      ++errors;
+      continue;
+    }
+    Tally tally;
+    read_record(store, found, tally);
+    value_sum += tally.value_sum;
+    errors += tally.errors;
+  }
+  return {value_sum, errors};
+}
+
+Result run(const Options& options, const Settings& settings) {
+  const std::string benchmark = options.choice("benchmark", {"readseq", "readrandom", "readreverse"});
+  const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
+  const std::size_t value_bytes = options.integer("value-size", 8, 4096);
+  if (value_bytes % 8 != 0) throw UsageError("option --value-size must be a multiple of 8");
+  const KvLayout layout = kv_layout(size_mib, value_bytes);
+  if (layout.records == 0) throw UsageError("option --size-mib is too small for one record");
+  const KvFiles files = kv_files(settings.data_dir, size_mib, value_bytes);
+  if (settings.generate_only) {
+    generate_kv(files, layout);
+    return {};
+  }
+  if (!kv_is_complete(files, layout)) {
+    throw DataError("no complete store of " + std::to_string(size_mib) + " MiB with " + std::to_string(value_bytes) +
+                    "-byte values in " + settings.data_dir + " (" + files.data + "); make it with --generate");
+  }
+  const bool random = benchmark == "readrandom";
+  const std::uint64_t operations = random ? options.integer("lookups", 1) : layout.records;
+
+  Result result{"ops/s", 0, "maximize", "ok", "", ""};
+  MappedFile data(files.data, /*writable=*/false, settings.backend);
+  MappedFile index(files.index, /*writable=*/false, settings.backend);
+  const Store store{data.as<const char>(), index.as<const char>(), layout};
+  Stopwatch timer;
+  const Tally tally = random ? lookups(store, operations) : scan(store, benchmark == "readreverse");
+  const double seconds = timer.seconds();
+  result.stats = pager_statistics_json(settings.backend);
+  result.value = operations / seconds;
+  if (tally.errors != 0) result.check = std::to_string(tally.errors) + " of " + std::to_string(operations) + " reads wrong";
+  result.checksum = benchmark + " " + std::to_string(operations) + " values " + std::to_string(tally.value_sum);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options("kv", "db_bench read benchmarks (readseq, readrandom, readreverse) over a mapped key-value file.");
+  options.add("benchmark", "readrandom", "readseq, readrandom or readreverse");
+  options.add("size-mib", "512", "size of the records in MiB");
+  options.add("value-size", "128", "bytes a value (a multiple of 8, at most 4096)");
+  options.add("lookups", "100000", "number of lookups of readrandom");
+  return workload_main(options, argc, argv, run);
+}

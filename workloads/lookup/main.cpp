@@ -1,0 +1,91 @@
+// lookup: DI-MMAP's lookup micro-benchmarks over mapped data: binary search of a sorted vector of keys
+// (--benchmark binsearch) and probes of an open-addressing hash table (--benchmark hash). Lookup j asks
+// for the key of entry mix64(seed + j) mod entries (the same keys for any thread count) and checks
+// what it finds. Metric: lookups per second.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "datafile.hpp"
+#include "lookup_data.hpp"
+#include "mapping.hpp"
+#include "workload.hpp"
+
+using namespace workloads;
+
+namespace {
+
+constexpr std::uint64_t kQuerySeed = 0x100c0b;
+
+struct Tally {
+  std::uint64_t sum = 0;  // of the positions (binsearch) or values (hash) found
+  std::uint64_t errors = 0;
+};
+
+Tally binary_searches(const std::uint64_t* keys, std::uint64_t entries, std::uint64_t lookups) {
+  std::uint64_t sum = 0, errors = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : sum, errors)
+  for (std::uint64_t j = 0; j < lookups; ++j) {
+    const std::uint64_t entry = mix64(kQuerySeed + j) % entries;
+    const std::uint64_t position = std::lower_bound(keys, keys + entries, key_of(entry)) - keys;
+    errors += position != entry;
+    sum += position;
+  }
+  return {sum, errors};
+}
+
+Tally hash_probes(const HashSlot* slots, const HashTable& table, std::uint64_t lookups) {
+  std::uint64_t sum = 0, errors = 0;
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : sum, errors)
+  for (std::uint64_t j = 0; j < lookups; ++j) {
+    const std::uint64_t key = key_of(mix64(kQuerySeed + j) % table.entries);
+    std::uint64_t slot = home_slot(key, table.capacity);
+    for (std::uint64_t probes = 0; slots[slot].key != key && slots[slot].key != 0 && probes < table.capacity; ++probes) {
+      slot = (slot + 1) & (table.capacity - 1);
+    }
+    const bool found = slots[slot].key == key;
+    errors += !found || slots[slot].value != value_of(key);
+    sum += found ? slots[slot].value : 0;
+  }
+  return {sum, errors};
+}
+
+DataError missing(const std::string& path) {
+  return DataError("missing or partial data file " + path + "; make it with --generate (same --benchmark and --size-mib)");
+}
+
+Result run(const Options& options, const Settings& settings) {
+  const std::string benchmark = options.choice("benchmark", {"binsearch", "hash"});
+  const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
+  const std::uint64_t lookups = options.integer("lookups", 1);
+  const SortedKeys keys = sorted_keys(settings.data_dir, size_mib);
+  const HashTable table = hash_table(settings.data_dir, size_mib);
+  const bool binsearch = benchmark == "binsearch";
+  if (settings.generate_only) {
+    if (binsearch) generate(keys); else generate(table);
+    return {};
+  }
+  if (binsearch ? !is_complete(keys) : !is_complete(table)) throw missing(binsearch ? keys.path : table.path);
+
+  Result result{"lookups/s", 0, "maximize", "ok", "", ""};
+  MappedFile file(binsearch ? keys.path : table.path, /*writable=*/false, settings.backend);
+  Stopwatch timer;
+  const Tally tally = binsearch ? binary_searches(file.as<const std::uint64_t>(), keys.entries, lookups)
+                                : hash_probes(file.as<const HashSlot>(), table, lookups);
+  const double seconds = timer.seconds();
+  result.stats = pager_statistics_json(settings.backend);
+  result.value = lookups / seconds;
+  if (tally.errors != 0) result.check = std::to_string(tally.errors) + " of " + std::to_string(lookups) + " lookups wrong";
+  result.checksum = benchmark + " " + std::to_string(lookups) + " found " + std::to_string(tally.sum);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options("lookup", "Binary search of a mapped sorted vector, or probes of a mapped hash table.");
+  options.add("benchmark", "binsearch", "binsearch or hash");
+  options.add("size-mib", "512", "size of the vector or table in MiB");
+  options.add("lookups", "100000", "number of lookups");
+  return workload_main(options, argc, argv, run);
+}

@@ -1,0 +1,123 @@
+// randio: the LRIOT pattern. Threads read (and with --write-percent also write) records chosen uniformly
+// at random across a mapped file. Record r holds the words record_word(r, w), so every read is checked
+// and a write stores the same bytes again (the file stays valid for the next run). Writes are written
+// back before the clock stops. Metric: MB/s of records read and written.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "datafile.hpp"
+#include "mapping.hpp"
+#include "random.hpp"
+#include "workload.hpp"
+
+using namespace workloads;
+
+namespace {
+
+constexpr std::uint64_t kRecordSeed = 0x1a107;
+constexpr std::uint64_t kWriteSeed = 0x1a108;
+
+std::uint64_t record_word(std::uint64_t record, std::uint64_t word) { return record * 0x9e3779b97f4a7c15ULL + word; }
+
+void fill_record(std::uint64_t record, std::uint64_t* words, std::size_t count) {
+  for (std::size_t w = 0; w < count; ++w) words[w] = record_word(record, w);
+}
+
+bool record_is_valid(std::uint64_t record, const std::uint64_t* words, std::size_t count) {
+  for (std::size_t w = 0; w < count; ++w) {
+    if (words[w] != record_word(record, w)) return false;
+  }
+  return true;
+}
+
+std::string file_path(const Settings& settings, std::uint64_t size_mib, std::size_t record_bytes) {
+  return data_path(settings.data_dir, "randio-" + std::to_string(size_mib) + "m-r" + std::to_string(record_bytes) + ".dat");
+}
+
+void generate(const std::string& path, std::uint64_t bytes, std::size_t record_bytes) {
+  if (file_exists(path) && file_size(path) == bytes) {
+    std::fprintf(stderr, "reusing %s\n", path.c_str());
+    return;
+  }
+  write_file(path, bytes, [record_bytes](std::uint64_t offset, char* buffer, std::size_t length) {
+    // Chunks (8 MiB) hold whole records: record sizes are powers of two up to 1 MiB.
+    for (std::size_t at = 0; at < length; at += record_bytes) {
+      fill_record((offset + at) / record_bytes, reinterpret_cast<std::uint64_t*>(buffer + at), record_bytes / 8);
+    }
+  });
+}
+
+struct Tally {
+  std::uint64_t record_sum = 0;  // sum of the record numbers read
+  std::uint64_t writes = 0;
+  std::uint64_t errors = 0;
+};
+
+Tally random_io(char* base, std::uint64_t records, std::size_t record_bytes, std::uint64_t operations, unsigned write_percent) {
+  std::uint64_t record_sum = 0, writes = 0, errors = 0;
+  const std::size_t words = record_bytes / 8;
+#pragma omp parallel reduction(+ : record_sum, writes, errors)
+  {
+    std::vector<std::uint64_t> buffer(words);
+#pragma omp for schedule(dynamic, 64)
+    for (std::uint64_t j = 0; j < operations; ++j) {
+      const std::uint64_t record = mix64(kRecordSeed + j) % records;
+      char* where = base + record * record_bytes;
+      if (mix64(kWriteSeed + j) % 100 < write_percent) {
+        fill_record(record, buffer.data(), words);
+        std::memcpy(where, buffer.data(), record_bytes);
+        ++writes;
+      } else {
+        std::memcpy(buffer.data(), where, record_bytes);
+        errors += !record_is_valid(record, buffer.data(), words);
+        record_sum += record;
+      }
+    }
+  }
+  return {record_sum, writes, errors};
+}
+
+Result run(const Options& options, const Settings& settings) {
+  const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
+  const std::size_t record_bytes = options.integer("record-size", 8, 1 << 20);
+  if ((record_bytes & (record_bytes - 1)) != 0) throw UsageError("option --record-size must be a power of two");
+  const std::uint64_t operations = options.integer("ops", 1);
+  const unsigned write_percent = static_cast<unsigned>(options.integer("write-percent", 0, 100));
+  const std::uint64_t bytes = size_mib << 20;
+  if (bytes < record_bytes) throw UsageError("option --size-mib is smaller than one record");
+  const std::string path = file_path(settings, size_mib, record_bytes);
+  if (settings.generate_only) {
+    generate(path, bytes, record_bytes);
+    return {};
+  }
+  if (!file_exists(path) || file_size(path) != bytes) {
+    throw DataError("missing or partial data file " + path + "; make it with --generate (same --size-mib and --record-size)");
+  }
+
+  Result result{"MB/s", 0, "maximize", "ok", "", ""};
+  MappedFile file(path, /*writable=*/write_percent > 0, settings.backend);
+  Stopwatch timer;
+  const Tally tally = random_io(file.as<char>(), bytes / record_bytes, record_bytes, operations, write_percent);
+  file.flush();
+  const double seconds = timer.seconds();
+  result.stats = pager_statistics_json(settings.backend);
+  result.value = static_cast<double>(operations) * record_bytes / 1e6 / seconds;
+  if (tally.errors != 0) result.check = std::to_string(tally.errors) + " records read wrong";
+  result.checksum = std::to_string(operations - tally.writes) + " reads " + std::to_string(tally.writes) +
+                    " writes records " + std::to_string(tally.record_sum);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options("randio", "LRIOT random I/O: threads reading (and writing) random records of a mapped file.");
+  options.add("size-mib", "1024", "file size in MiB");
+  options.add("record-size", "4096", "bytes a record (a power of two)");
+  options.add("ops", "100000", "number of record reads and writes");
+  options.add("write-percent", "0", "percentage of operations that write their record");
+  return workload_main(options, argc, argv, run);
+}
