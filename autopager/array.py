@@ -1,7 +1,8 @@
 """Arrays whose memory is a pager region: numpy.memmap's arguments and modes on autopager's pager.
 
-The functions here take a native pager; users reach them through autopager.memmap, autopager.empty
-and autopager.Pager (pager.py), which choose the pager.
+An array is planned (its files checked, created or extended, its store opened), then mapped on a
+native pager. Users reach this through autopager.memmap, autopager.empty and autopager.Pager
+(pager.py), which choose the pager.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 import operator
 import os
 import tempfile
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -89,10 +91,26 @@ def normalize_shape(shape: Optional[ShapeLike]) -> Optional[Tuple[int, ...]]:
     return dims
 
 
-def open_file_array(pager: _native.Pager, filename: Union[PathLike, Sequence[PathLike]], dtype: Any,
-                    mode: str, offset: int, shape: Optional[ShapeLike], order: str) -> PagedArray:
-    """numpy.memmap(filename, dtype, mode, offset, shape, order) on `pager`; a list of files is one
-    array over the files put end to end (offset counts from the start of the first)."""
+@dataclass
+class ArrayPlan:
+    """An array ready to be mapped: its store (checked, created or extended), layout and attributes.
+    Planning comes first so that a bad file or shape is reported before any pager starts."""
+
+    store: Optional[_native.Store]  # None for a zero-size array
+    nbytes: int
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    order: str
+    writable: bool
+    filename: Union[str, list, None]
+    offset: int
+    mode: str
+
+
+def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, mode: str, offset: int,
+                    shape: Optional[ShapeLike], order: str) -> ArrayPlan:
+    """numpy.memmap(filename, dtype, mode, offset, shape, order); a list of files is one array over the
+    files put end to end (offset counts from the start of the first)."""
     mode = normalize_mode(mode)
     paths = _paths(filename)
     dtype = np.dtype(dtype)
@@ -121,39 +139,47 @@ def open_file_array(pager: _native.Pager, filename: Union[PathLike, Sequence[Pat
         sizes[-1] += nbytes - available
         os.truncate(paths[-1], sizes[-1])
 
-    attributes = {"filename": paths[0] if isinstance(filename, (str, bytes, os.PathLike)) else paths,
-                  "offset": offset, "mode": mode}
-    if nbytes == 0:
-        return _unmapped(shape, dtype, order, attributes)
-    writable_file = mode in ("r+", "w+")
-    if len(paths) == 1:
-        store = _native.file_store(paths[0], writable_file, offset, nbytes)
-    else:
-        store = _native.multi_file_store(_segments(paths, sizes, offset, nbytes), writable_file)
-    if mode == "c":
-        store = _native.copy_on_write_store(store, tempfile.gettempdir())
-    region = _native.Region(pager, store, nbytes, mode != "r")
-    return _array_on(region, shape, dtype, order, attributes)
+    store = None
+    if nbytes > 0:
+        writable_file = mode in ("r+", "w+")
+        if len(paths) == 1:
+            store = _native.file_store(paths[0], writable_file, offset, nbytes)
+        else:
+            store = _native.multi_file_store(_segments(paths, sizes, offset, nbytes), writable_file)
+        if mode == "c":
+            store = _native.copy_on_write_store(store, tempfile.gettempdir())
+    single = isinstance(filename, (str, bytes, os.PathLike))
+    return ArrayPlan(store, nbytes, shape, dtype, order, writable=mode != "r",
+                     filename=paths[0] if single else paths, offset=offset, mode=mode)
 
 
-def open_scratch_array(pager: _native.Pager, shape: ShapeLike, dtype: Any, order: str, store: str,
-                       scratch_dir: Optional[PathLike]) -> PagedArray:
+def plan_scratch_array(shape: ShapeLike, dtype: Any, order: str, store: str,
+                       scratch_dir: Optional[PathLike]) -> ArrayPlan:
     """A zero-filled array on a scratch file (store="file": may exceed memory) or in memory (store="memory")."""
+    if store not in ("file", "memory"):
+        raise ValueError(f"store must be 'file' (a scratch file) or 'memory' (got {store!r})")
     shape = normalize_shape(shape)
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    attributes = {"filename": None, "offset": 0, "mode": "w+"}
-    if store not in ("file", "memory"):
-        raise ValueError(f"store must be 'file' (a scratch file) or 'memory' (got {store!r})")
-    if nbytes == 0:
-        return _unmapped(shape, dtype, order, attributes)
-    if store == "file":
+    native_store = None
+    if nbytes > 0 and store == "file":
         directory = os.fsdecode(scratch_dir) if scratch_dir is not None else tempfile.gettempdir()
         native_store = _native.scratch_store(directory, nbytes)
-    else:
+    elif nbytes > 0:
         native_store = _native.memory_store(nbytes)
-    region = _native.Region(pager, native_store, nbytes, True)
-    return _array_on(region, shape, dtype, order, attributes)
+    return ArrayPlan(native_store, nbytes, shape, dtype, order, writable=True, filename=None, offset=0, mode="w+")
+
+
+def map_array(pager: _native.Pager, plan: ArrayPlan) -> PagedArray:
+    """The planned array, on a new region of `pager`."""
+    if plan.store is None:
+        array = np.ndarray.__new__(PagedArray, plan.shape, dtype=plan.dtype, order=plan.order)
+    else:
+        region = _native.Region(pager, plan.store, plan.nbytes, plan.writable)
+        array = np.ndarray.__new__(PagedArray, plan.shape, dtype=plan.dtype, buffer=region, order=plan.order)
+        array.region = region
+    array.filename, array.offset, array.mode = plan.filename, plan.offset, plan.mode
+    return array
 
 
 def _paths(filename: Union[PathLike, Sequence[PathLike]]) -> list:
@@ -201,19 +227,3 @@ def _segments(paths: list, sizes: list, offset: int, nbytes: int) -> list:
 
 def _describe(paths: list) -> str:
     return paths[0] if len(paths) == 1 else f"the {len(paths)} files"
-
-
-def _array_on(region: _native.Region, shape: Tuple[int, ...], dtype: np.dtype, order: str,
-              attributes: dict) -> PagedArray:
-    array = np.ndarray.__new__(PagedArray, shape, dtype=dtype, buffer=region, order=order)
-    array.region = region
-    for name, value in attributes.items():
-        setattr(array, name, value)
-    return array
-
-
-def _unmapped(shape: Tuple[int, ...], dtype: np.dtype, order: str, attributes: dict) -> PagedArray:
-    array = np.ndarray.__new__(PagedArray, shape, dtype=dtype, order=order)
-    for name, value in attributes.items():
-        setattr(array, name, value)
-    return array

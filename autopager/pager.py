@@ -13,7 +13,8 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from autopager import _native
-from autopager.array import PagedArray, PathLike, ShapeLike, open_file_array, open_scratch_array
+from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_file_array,
+                             plan_scratch_array)
 from autopager.params import PARAMETERS, parse_size
 
 ProfileLike = Union[str, PathLike, Mapping[str, Any]]
@@ -56,13 +57,15 @@ class Pager:
         mode "r" reads, "r+" reads and writes (extending the file to fit shape), "w+" creates or
         overwrites the file, "c" is copy-on-write: the array can be written but the file never changes.
         """
-        return open_file_array(self._open(), filename, dtype, mode, offset, shape, order)
+        self._open()
+        return self._map(plan_file_array(filename, dtype, mode, offset, shape, order))
 
     def empty(self, shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
               scratch_dir: Optional[PathLike] = None) -> PagedArray:
         """A zero-filled array on an unlinked scratch file in scratch_dir (default: the temporary
         directory), which may be larger than memory, or on process memory with store="memory"."""
-        return open_scratch_array(self._open(), shape, dtype, order, store, scratch_dir)
+        self._open()
+        return self._map(plan_scratch_array(shape, dtype, order, store, scratch_dir))
 
     def flush(self) -> None:
         """Write back every dirty page of every array of this pager. Raises OSError if a write failed."""
@@ -113,6 +116,9 @@ class Pager:
         settings = ", ".join(f"{name}={value}" for name, value in self.config.items())
         return f"<autopager.Pager {state} {settings}>"
 
+    def _map(self, plan: ArrayPlan) -> PagedArray:
+        return map_array(self._open(), plan)
+
     def _open(self) -> _native.Pager:
         if self._native is None:
             raise ValueError("this Pager is closed; open a new autopager.Pager")
@@ -147,8 +153,9 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
     Raises FileNotFoundError, PermissionError (the mode needs an access the file forbids), ValueError
     (a shape that does not fit the file, a bad parameter) and OSError (userfaultfd unavailable).
     """
+    plan = plan_file_array(filename, dtype, mode, offset, shape, order)
     with _chosen_pager(pager, profile, params) as chosen:
-        return chosen.memmap(filename, dtype, mode, offset, shape, order)
+        return chosen._map(plan)
 
 
 def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
@@ -157,8 +164,9 @@ def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str 
     """A new zero-filled array, possibly larger than memory: on an unlinked scratch file in
     scratch_dir (store="file", the default) or in process memory (store="memory"). The pager is chosen
     as for memmap; buffer_size= bounds the memory it uses."""
+    plan = plan_scratch_array(shape, dtype, order, store, scratch_dir)
     with _chosen_pager(pager, profile, params) as chosen:
-        return chosen.empty(shape, dtype, order, store=store, scratch_dir=scratch_dir)
+        return chosen._map(plan)
 
 
 @contextlib.contextmanager
