@@ -85,31 +85,35 @@ def make_plan(a) -> Plan:
     buffer = ("--buffer-mib", str(a.buffer_mib))
 
     if "floor" in sections or "memory" in sections:
-        pages = str(a.memory_pages)
+        mib = ("--mib", str(a.memory_mib))
         for place in ("any CPU", "1 CPU"):
-            p.add("floor", FLOOR_ROW, place, "floor", ("--pages", pages), pinned=place == "1 CPU", disk=False)
+            p.add("floor", FLOOR_ROW, place, "floor", mib, pinned=place == "1 CPU", disk=False)
             p.add("floor", "floor + one hand-off to a sleeping worker", place, "floor",
-                  ("--pages", pages, "--handoff", "sleep"), pinned=place == "1 CPU", disk=False)
+                  mib + ("--handoff", "sleep"), pinned=place == "1 CPU", disk=False)
         p.add("floor", "floor + one hand-off to a spinning worker", "any CPU", "floor",
-              ("--pages", pages, "--handoff", "spin"), disk=False)
+              mib + ("--handoff", "spin"), disk=False)
 
     if "memory" in sections:
-        mem = ("--store", "memory", "--size", str(a.memory_pages * 4096), "--pattern", "random",
-               "--buffer-mib", str(2 * a.memory_pages * 4096 // MIB), "--page-size", "4096")
+        def memory(size_mib: int, buffer_mib: int, page_size: int, pattern: str) -> tuple:
+            return ("--store", "memory", "--size", str(size_mib * MIB), "--buffer-mib", str(buffer_mib),
+                    "--page-size", str(page_size), "--pattern", pattern)
+        mem = memory(a.memory_mib, 2 * a.memory_mib, 4096, "random")
         for f in (1, 2):
             p.add("memory", f"pager, fillers {f}", "any CPU", "fault_bench", mem + ("--fillers", str(f)) + common,
                   disk=False)
         p.add("memory", "pager, fillers 1", "1 CPU", "fault_bench", mem + ("--fillers", "1") + common,
               pinned=True, disk=False)
-        evicting = ("--store", "memory", "--size", str(4 * a.memory_pages * 4096), "--pattern", "random",
-                    "--buffer-mib", str(a.memory_pages * 4096 // MIB), "--page-size", "4096", "--fillers", "1")
         p.add("memory", "pager, fillers 1, evicting (region 4x buffer)", "any CPU", "fault_bench",
-              evicting + common, disk=False)
+              memory(4 * a.memory_mib, a.memory_mib, 4096, "random") + ("--fillers", "1") + common, disk=False)
         for ps in a.page_sizes:
-            p.add("memory-scan", size_text(ps), "pager, memory store", "fault_bench",
-                  ("--store", "memory", "--size", str(a.memory_pages * 4096), "--pattern", "sequential",
-                   "--buffer-mib", str(2 * a.memory_pages * 4096 // MIB), "--page-size", str(ps),
-                   "--fillers", "2") + common, disk=False)
+            row = size_text(ps)
+            p.add("memory-scan", row, "floor", "floor",
+                  ("--mib", str(a.scan_mib), "--page-size", str(ps), "--order", "sequential"), disk=False)
+            scan = memory(a.scan_mib, 2 * a.scan_mib, ps, "sequential")
+            p.add("memory-scan", row, "pager, fillers 1", "fault_bench", scan + ("--fillers", "1") + common,
+                  disk=False)
+            p.add("memory-scan", row, "pager, fillers 2, read_ahead 2", "fault_bench",
+                  scan + ("--fillers", "2", "--read-ahead", "2") + common, disk=False)
 
     if "random" in sections:
         file = ("--file", a.data_file, "--pattern", "random")
@@ -175,10 +179,14 @@ def run_fio(a, rw: str, bs: str, iodepth: str) -> dict:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=a.seconds * 3 + 60)
     if proc.returncode != 0:
         raise RuntimeError(f"fio failed: {proc.stderr.strip()[-2000:]}")
-    read = json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"][0]["read"]
+    job = json.loads(proc.stdout[proc.stdout.index("{"):])["jobs"][0]
+    read = job["read"]
+    cpu_seconds = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["job_runtime"] / 1e3
     return {"bench": "fio", "rw": rw, "bs": bs, "iodepth": int(iodepth), "pages_per_s": read["iops"],
             "mb_per_s": read["bw_bytes"] / 1e6, "us_per_page": read["clat_ns"]["mean"] / 1e3,
-            "command": " ".join(cmd)}
+            "touch_p50_us": read["clat_ns"]["percentile"]["50.000000"] / 1e3,
+            "touch_p99_us": read["clat_ns"]["percentile"]["99.000000"] / 1e3,
+            "cpu_us_per_page": cpu_seconds * 1e6 / max(read["total_ios"], 1), "command": " ".join(cmd)}
 
 
 def run_spec(a, spec: Spec) -> dict:
@@ -288,11 +296,15 @@ def floor_section(res: Results, targets: list) -> str:
                             f"{mean_ratio:.2f}x mean, {p50_ratio:.2f}x p50", verdict(mean_ratio <= FLOOR_TARGET)])
     out.append(table(["configuration", "mean µs per fault", "p50 µs", "p99 µs", "pager's service mean µs",
                       "CPU µs per fault (all threads)", "x floor (mean)", "x floor (p50)"], rows))
-    scan = [[r, fmt(res.median("memory-scan", r, "pager, memory store", "mb_per_s"))]
-            for r in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "memory-scan")]
+    scan_rows = [x for x in res.rows if x["section"] == "memory-scan"]
+    scan_cols = list(dict.fromkeys(x["column"] for x in scan_rows))
+    scan = [[r] + [fmt(res.median("memory-scan", r, c, "mb_per_s")) for c in scan_cols]
+            + [fmt(res.ratio(("memory-scan", r, "pager, fillers 1"), ("memory-scan", r, "floor"), "mb_per_s"), 2)]
+            for r in dict.fromkeys(x["row"] for x in scan_rows)]
     if scan:
-        out += ["", "Sequential scan of the memory store (2 fillers), MB/s by page size:", "",
-                table(["page size", "MB/s"], scan)]
+        out += ["", "Sequential scan from memory, MB/s by page size: the floor's one handler thread "
+                "(UFFDIO_COPY straight from the source) next to the pager over its memory store:", "",
+                table(["page size"] + scan_cols + ["pager fillers 1 / floor"], scan)]
     return "\n".join(out)
 
 
@@ -363,7 +375,7 @@ def write_report(a, res: Results, started: str) -> str:
         f"Run {started} UTC on {platform.node()}: {os.cpu_count()} CPUs, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB RAM, kernel {platform.release()}, "
         f"commit {commit}. Data file {size_text(a.file_size)}, pager buffer {a.buffer_mib} MiB, "
-        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}. "
+        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}, runs at nice {a.nice}. "
         f"1-minute load average during the runs (other users of the 2 CPUs): "
         f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}.", "",
         f"Command: `{' '.join(sys.argv)}`. Raw runs: pager_bench.csv, runs.jsonl.", "",
@@ -416,16 +428,19 @@ def parse_args(argv=None):
     ap.add_argument("--page-sizes", default="4096,65536,1048576,4194304", help="page sizes of the scans")
     ap.add_argument("--read-ahead", type=int, default=4, help="read_ahead of the read-ahead scan column")
     ap.add_argument("--read-ahead-fillers", type=int, default=4, help="fillers of the read-ahead scan column")
-    ap.add_argument("--memory-pages", type=int, default=65536, help="4 KiB pages of the floor and memory runs")
+    ap.add_argument("--memory-mib", type=int, default=256, help="region of the floor and memory-store fault runs")
+    ap.add_argument("--scan-mib", type=int, default=1024, help="region of the floor and memory-store scans")
     ap.add_argument("--data-dir", default="/var/tmp/autopager-bench")
     ap.add_argument("--keep-data", action="store_true", help="keep the data file after the run")
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in --build-dir")
+    ap.add_argument("--nice", type=int, default=-10,
+                    help="niceness of the runs: other users of the 2 CPUs disturb the figures less (0: leave it)")
     ap.add_argument("--out", default=None, help="results folder (default experiments/results/pager, or .../quick)")
     a = ap.parse_args(argv)
     if a.quick:
         a.reps, a.seconds, a.file_gib, a.buffer_mib = 1, 1, 0.5, 64
-        a.fillers, a.page_sizes, a.memory_pages = "1,4", "4096,1048576", 8192
+        a.fillers, a.page_sizes, a.memory_mib, a.scan_mib = "1,4", "4096,1048576", 32, 128
     a.fillers = parse_list(a.fillers)
     a.page_sizes = parse_list(a.page_sizes)
     a.file_size = int(a.file_gib * GIB) // (4 * MIB) * (4 * MIB)
@@ -445,6 +460,8 @@ def main(argv=None) -> int:
     if not a.no_build:
         build(a)
     a.fio_engine = fio_engine()
+    if a.nice:
+        os.nice(a.nice)  # inherited by every run
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     plan = make_plan(a)
     needs_file = any(s.section in ("random", "sequential") for s in plan.specs)

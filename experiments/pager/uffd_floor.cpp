@@ -1,13 +1,15 @@
 // The floor: the bare userfaultfd round trip. One handler thread reads one fault event at a time and
 // answers it with UFFDIO_COPY from a prepared source buffer (memory, no I/O); one application thread
-// touches N pages of a registered region in random order. Prints one JSON line with the microseconds
-// per 4 KiB fault (mean over the run, and the median and p99 of the per-touch latencies).
+// touches every system page of a registered region, a page (--page-size bytes, 4 KiB by default) at a
+// time, in random or sequential order. Prints one JSON line with the microseconds per fault (mean over
+// the run, and the median and p99 of the per-page latencies), the CPU time per fault and the MB/s.
 //
 // --handoff adds what a pager with a fault reader and a filler pays on top: the reader passes each
 // event to a second thread (mutex + condition variable; with `spin`, the worker busy-polls instead of
 // sleeping), which does the UFFDIO_COPY. It decomposes the pager's cost; the floor itself is `none`.
 //
-// Usage: uffd_floor [--pages N] [--seed S] [--handoff none|sleep|spin]
+// Usage: uffd_floor [--mib M] [--page-size BYTES] [--order random|sequential] [--seed S]
+//                   [--handoff none|sleep|spin]
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -63,7 +65,7 @@ void* map_anonymous(std::size_t bytes) {
   return p;
 }
 
-// Answers one fault: the page at the same offset in `source`, installed with UFFDIO_COPY.
+// Answers one fault: the page (of `page` bytes) at the same offset in `source`, installed with UFFDIO_COPY.
 struct Installer {
   int uffd;
   char* region;
@@ -139,7 +141,9 @@ void serve_through_worker(const Installer& in, std::size_t faults, bool spin) {
 enum class HandoffMode { none, sleep, spin };
 
 struct Options {
-  std::size_t pages = 65536;
+  std::size_t mib = 256;
+  std::size_t page_size = 0;  // 0: the system page
+  bool sequential = false;
   unsigned seed = 1;
   HandoffMode handoff = HandoffMode::none;
 };
@@ -156,19 +160,29 @@ const char* name(HandoffMode m) {
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
+    const std::string a = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + a);
-    if (a == "--pages") o.pages = std::stoull(argv[++i]);
-    else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(argv[++i]));
-    else if (a == "--handoff") {
-      const std::string m = argv[++i];
-      if (m == "none") o.handoff = HandoffMode::none;
-      else if (m == "sleep") o.handoff = HandoffMode::sleep;
-      else if (m == "spin") o.handoff = HandoffMode::spin;
-      else throw std::invalid_argument("--handoff is none, sleep or spin, not " + m);
-    } else throw std::invalid_argument("unknown option " + a + " (use --pages N, --seed S, --handoff MODE)");
+    const std::string v = argv[++i];
+    if (a == "--mib") o.mib = std::stoull(v);
+    else if (a == "--page-size") o.page_size = std::stoull(v);
+    else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(v));
+    else if (a == "--order") {
+      if (v != "random" && v != "sequential") throw std::invalid_argument("--order is random or sequential, not " + v);
+      o.sequential = v == "sequential";
+    } else if (a == "--handoff") {
+      if (v == "none") o.handoff = HandoffMode::none;
+      else if (v == "sleep") o.handoff = HandoffMode::sleep;
+      else if (v == "spin") o.handoff = HandoffMode::spin;
+      else throw std::invalid_argument("--handoff is none, sleep or spin, not " + v);
+    } else {
+      throw std::invalid_argument("unknown option " + a +
+                                  " (use --mib M, --page-size BYTES, --order random|sequential, --seed S, --handoff MODE)");
+    }
   }
-  if (o.pages == 0) throw std::invalid_argument("--pages must be at least 1");
+  const std::size_t system_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (o.page_size == 0) o.page_size = system_page;
+  if (o.page_size % system_page != 0 || (o.mib << 20) % o.page_size != 0 || o.mib == 0)
+    throw std::invalid_argument("--page-size must be a multiple of the system page that divides --mib MiB");
   return o;
 }
 
@@ -190,11 +204,14 @@ double percentile(std::vector<double> v, double q) {
 
 int main(int argc, char** argv) try {
   const Options opt = parse(argc, argv);
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t bytes = opt.pages * page;
+  const std::size_t system_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t page = opt.page_size;
+  const std::size_t bytes = opt.mib << 20;
+  const std::size_t pages = bytes / page;
 
   char* source = static_cast<char*>(map_anonymous(bytes));
-  for (std::size_t i = 0; i < opt.pages; ++i) std::memset(source + i * page, static_cast<int>(i & 0xff), page);
+  for (std::size_t off = 0; off < bytes; off += system_page)
+    std::memset(source + off, static_cast<int>((off / system_page) & 0xff), system_page);
   char* region = static_cast<char*>(map_anonymous(bytes));
 
   int uffd = open_userfaultfd();
@@ -204,22 +221,24 @@ int main(int argc, char** argv) try {
   reg.mode = UFFDIO_REGISTER_MODE_MISSING;
   if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) fail("UFFDIO_REGISTER");
 
-  std::vector<std::size_t> order(opt.pages);
+  std::vector<std::size_t> order(pages);
   std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(opt.seed));
-  std::vector<double> latency_us(opt.pages);
+  if (!opt.sequential) std::shuffle(order.begin(), order.end(), std::mt19937_64(opt.seed));
+  std::vector<double> latency_us(pages);
 
   const Installer installer{uffd, region, source, page};
   std::thread handler([&] {
-    if (opt.handoff == HandoffMode::none) serve_directly(installer, opt.pages);
-    else serve_through_worker(installer, opt.pages, opt.handoff == HandoffMode::spin);
+    if (opt.handoff == HandoffMode::none) serve_directly(installer, pages);
+    else serve_through_worker(installer, pages, opt.handoff == HandoffMode::spin);
   });
   std::uint64_t checksum = 0;
   const double cpu_start = cpu_seconds();
   const auto start = Clock::now();
-  for (std::size_t i = 0; i < opt.pages; ++i) {
+  for (std::size_t i = 0; i < pages; ++i) {
+    const char* first = region + order[i] * page;
     const auto t0 = Clock::now();
-    checksum += static_cast<unsigned char>(*static_cast<volatile char*>(region + order[i] * page));
+    for (std::size_t off = 0; off < page; off += system_page)
+      checksum += static_cast<unsigned char>(*static_cast<const volatile char*>(first + off));
     latency_us[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -227,15 +246,17 @@ int main(int argc, char** argv) try {
   const double cpu = cpu_seconds() - cpu_start;
 
   std::uint64_t expected = 0;
-  for (std::size_t i = 0; i < opt.pages; ++i) expected += i & 0xff;
+  for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
   if (checksum != expected) throw std::runtime_error("wrong bytes in the faulted pages");
 
+  const double n = static_cast<double>(pages);
   std::printf(
-      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"pages\": %zu, \"page_size\": %zu, \"seconds\": %.6f, "
-      "\"faults_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f}\n",
-      name(opt.handoff), opt.pages, page, seconds, static_cast<double>(opt.pages) / seconds,
-      seconds * 1e6 / static_cast<double>(opt.pages), percentile(latency_us, 0.5), percentile(latency_us, 0.99),
-      cpu * 1e6 / static_cast<double>(opt.pages));
+      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
+      "\"seconds\": %.6f, \"faults_per_s\": %.1f, \"mb_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, "
+      "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f}\n",
+      name(opt.handoff), opt.sequential ? "sequential" : "random", pages, page, seconds, n / seconds,
+      static_cast<double>(bytes) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
+      percentile(latency_us, 0.99), cpu * 1e6 / n);
   close(uffd);
   return 0;
 } catch (const std::exception& e) {
