@@ -10,11 +10,12 @@ constexpr std::size_t kStripes = 4096;
 constexpr auto kEvictorGrace = std::chrono::milliseconds(2);
 }  // namespace
 
+// The marks are rounded so that even a buffer of a few pages keeps at least one page resident.
 Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
                std::unique_ptr<EvictionPolicy> policy)
     : capacity_(capacity),
-      high_water_(std::max<std::uint64_t>(1, capacity * high_water_pct / 100)),
-      low_water_(std::min(capacity * low_water_pct / 100, std::max<std::uint64_t>(1, capacity * high_water_pct / 100) - 1)),
+      high_water_(std::max<std::uint64_t>(1, (capacity * high_water_pct + 99) / 100)),
+      low_water_(std::min(capacity * low_water_pct / 100, high_water_ - 1)),
       policy_(std::move(policy)),
       stripes_(kStripes) {}
 

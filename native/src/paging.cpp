@@ -37,21 +37,25 @@ bool Paging::fill(const RegionPtr& region_ptr, std::uint64_t page, bool for_writ
   // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
   const bool dirty = region.writable && (for_write || !region.track_writes);
   const bool protect = region.track_writes && !for_write;
+  // Publish the page before the copy wakes the faulting thread: whatever that thread does next
+  // (write, flush, unmap) must see it resident.
+  region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
+  if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
+  StatsCounters::add(stats_.fills);
+  StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
   int err = uffd_.copy(region.page_address(page), io_buffer, page_size, protect);
   if (err != 0 && err != EEXIST) {
+    region.set_state(page, PageState::kAbsent);
+    if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+    stats_.fills.fetch_sub(1, std::memory_order_relaxed);
+    stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
     lock.unlock();
     buffer_.release();
     if (err != ENOENT && err != ESRCH)  // the range is going away (unmap, exit)
       std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
     return false;
   }
-  region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
-  if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
   buffer_.policy().on_fill(PageRef{region_ptr, page});
-  lock.unlock();
-
-  StatsCounters::add(stats_.fills);
-  StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
   return true;
 }
 

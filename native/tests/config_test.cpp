@@ -1,0 +1,143 @@
+#include <cstdlib>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+// Sets environment variables for one test and restores them after.
+class EnvGuard {
+ public:
+  ~EnvGuard() {
+    for (const auto& name : names_) unsetenv(name.c_str());
+  }
+  void set(const char* name, const char* value) {
+    setenv(name, value, 1);
+    names_.push_back(name);
+  }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+std::string refusal(const Config& c) {
+  try {
+    c.validate();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string env_refusal(const char* name, const char* value) {
+  EnvGuard env;
+  env.set(name, value);
+  try {
+    Config::from_environment();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAreValidAndFollowTheDesign) {
+  Config c = Config::defaults();
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_EQ(c.page_size, system_page_size());
+  EXPECT_EQ(c.fillers, hardware_threads());
+  EXPECT_EQ(c.evictors, hardware_threads());
+  EXPECT_EQ(c.max_fault_events, hardware_threads());
+  EXPECT_EQ(c.evict_high_water, 90u);
+  EXPECT_EQ(c.evict_low_water, 70u);
+  EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_GE(c.buffer_pages, 1u);
+}
+
+TEST(Config, EnvironmentOverridesDefaults) {
+  EnvGuard env;
+  env.set("UMAP_PAGESIZE", "65536");
+  env.set("UMAP_PAGE_FILLERS", "7");
+  env.set("UMAP_PAGE_EVICTORS", "3");
+  env.set("UMAP_BUFSIZE", "100");
+  env.set("UMAP_EVICT_HIGH_WATER_THRESHOLD", "80");
+  env.set("UMAP_EVICT_LOW_WATER_THRESHOLD", "50");
+  env.set("UMAP_READ_AHEAD", "4");
+  env.set("UMAP_MAX_FAULT_EVENTS", "16");
+  Config c = Config::from_environment();
+  EXPECT_EQ(c.page_size, 65536u);
+  EXPECT_EQ(c.fillers, 7u);
+  EXPECT_EQ(c.evictors, 3u);
+  EXPECT_EQ(c.buffer_pages, 100u);
+  EXPECT_EQ(c.evict_high_water, 80u);
+  EXPECT_EQ(c.evict_low_water, 50u);
+  EXPECT_EQ(c.read_ahead, 4u);
+  EXPECT_EQ(c.max_fault_events, 16u);
+}
+
+TEST(Config, DefaultBufferKeepsItsBytesWhenOnlyThePageSizeChanges) {
+  EnvGuard env;
+  env.set("UMAP_PAGESIZE", std::to_string(system_page_size() * 16).c_str());
+  Config base = Config::defaults();
+  Config c = Config::from_environment(base);
+  EXPECT_EQ(c.buffer_pages, base.buffer_pages / 16);
+}
+
+TEST(Config, RefusesWhatIsNotANumber) {
+  std::string why = env_refusal("UMAP_PAGE_FILLERS", "many");
+  EXPECT_NE(why.find("UMAP_PAGE_FILLERS"), std::string::npos) << why;
+  EXPECT_NE(why.find("not a number"), std::string::npos) << why;
+  EXPECT_NE(env_refusal("UMAP_BUFSIZE", "-5"), "");
+  EXPECT_NE(env_refusal("UMAP_PAGESIZE", "4k"), "");
+  EXPECT_NE(env_refusal("UMAP_READ_AHEAD", ""), "");
+  EXPECT_NE(env_refusal("UMAP_PAGE_EVICTORS", "99999999999999999999999"), "");
+}
+
+TEST(Config, RefusesOutOfRangeWithTheAllowedRange) {
+  std::string why = env_refusal("UMAP_PAGE_FILLERS", "0");
+  EXPECT_NE(why.find("fillers (UMAP_PAGE_FILLERS) = 0"), std::string::npos) << why;
+  EXPECT_NE(why.find("from 1 to 1024"), std::string::npos) << why;
+  EXPECT_NE(env_refusal("UMAP_PAGE_EVICTORS", "0"), "");
+  EXPECT_NE(env_refusal("UMAP_PAGE_FILLERS", "5000"), "");
+  EXPECT_NE(env_refusal("UMAP_EVICT_HIGH_WATER_THRESHOLD", "101"), "");
+  EXPECT_NE(env_refusal("UMAP_MAX_FAULT_EVENTS", "0"), "");
+  EXPECT_NE(env_refusal("UMAP_READ_AHEAD", "99999999"), "");
+}
+
+TEST(Config, RefusesLowWaterAtOrAboveHighWater) {
+  Config c = Config::defaults();
+  c.evict_high_water = 60;
+  c.evict_low_water = 60;
+  std::string why = refusal(c);
+  EXPECT_NE(why.find("evict_low_water (UMAP_EVICT_LOW_WATER_THRESHOLD) = 60"), std::string::npos) << why;
+  EXPECT_NE(why.find("below evict_high_water"), std::string::npos) << why;
+  c.evict_low_water = 75;
+  EXPECT_NE(refusal(c), "");
+}
+
+TEST(Config, RefusesAPageSizeThatIsNotAMultipleOfTheSystemPage) {
+  Config c = Config::defaults();
+  c.page_size = system_page_size() + 512;
+  std::string why = refusal(c);
+  EXPECT_NE(why.find("UMAP_PAGESIZE"), std::string::npos) << why;
+  EXPECT_NE(why.find("not a multiple of the system page size"), std::string::npos) << why;
+  c.page_size = 0;
+  EXPECT_NE(refusal(c), "");
+}
+
+TEST(Config, RefusesABufferSmallerThanOnePage) {
+  Config c = Config::defaults();
+  c.buffer_pages = 0;
+  std::string why = refusal(c);
+  EXPECT_NE(why.find("UMAP_BUFSIZE"), std::string::npos) << why;
+  EXPECT_NE(why.find("smaller than one page"), std::string::npos) << why;
+}
+
+TEST(Config, APagerRefusesABadConfiguration) {
+  Config c = Config::defaults();
+  c.evict_low_water = 95;
+  EXPECT_THROW(Pager{c}, ConfigError);
+}
+
+}  // namespace
+}  // namespace autopager

@@ -1,0 +1,89 @@
+#include <sys/mman.h>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+using testing::pattern_byte;
+using testing::ScratchFile;
+using testing::small_config;
+
+class ReadFaults : public ::testing::TestWithParam<std::size_t> {};
+
+// Every byte read through the pager equals the file's, for a file that does not end on a page
+// boundary and a buffer far smaller than the file, read forwards and then backwards.
+TEST_P(ReadFaults, MatchTheFileBytes) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page_size = GetParam();
+  const std::uint64_t size = 8 * page_size * 16 + 12345;
+  ScratchFile file(size, page_size);
+  Pager pager(small_config(page_size, 16));
+  FileStoreOptions options;
+  options.writable = false;
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path(), options), size, PROT_READ));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < size; ++i) wrong += bytes[i] != pattern_byte(i, page_size);
+  for (std::uint64_t i = size; i-- > 0;) wrong += bytes[i] != pattern_byte(i, page_size);
+  EXPECT_EQ(wrong, 0u);
+  Stats s = pager.stats();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_EQ(s.write_backs, 0u);
+  EXPECT_LE(s.resident_pages, 16u);
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
+INSTANTIATE_TEST_SUITE_P(PageSizes, ReadFaults,
+                         ::testing::Values(system_page_size(), 4 * system_page_size(), 16 * system_page_size(),
+                                           256 * system_page_size()));
+
+TEST(ReadFaults, ZeroFillPastTheEndOfTheStore) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile file(page + 100);
+  Pager pager(small_config(page, 8));
+  const std::size_t length = 3 * page;
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), length, PROT_READ));
+  for (std::size_t i = 0; i < page + 100; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1)) << i;
+  for (std::size_t i = page + 100; i < length; ++i) ASSERT_EQ(bytes[i], 0) << i;
+  pager.unmap(const_cast<std::uint8_t*>(bytes));
+  EXPECT_EQ(file.contents().size(), page + 100) << "reading must not change the file";
+}
+
+TEST(ReadFaults, ReadAheadBringsInTheFollowingPages) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile file(64 * page);
+  Config config = small_config(page, 64);
+  config.read_ahead = 7;
+  Pager pager(config);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), 64 * page, PROT_READ));
+  EXPECT_EQ(bytes[0], testing::pattern_byte(0, 1));
+  for (int tries = 0; tries < 2000 && pager.stats().fills < 8; ++tries) usleep(1000);
+  Stats s = pager.stats();
+  EXPECT_EQ(s.read_faults, 1u);
+  EXPECT_EQ(s.fills, 8u);
+  for (std::size_t i = 0; i < 8 * page; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1));
+  EXPECT_EQ(pager.stats().read_faults, 1u) << "pages brought in by read-ahead must not fault";
+  pager.unmap(const_cast<std::uint8_t*>(bytes));
+}
+
+TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile file(32 * page);
+  Pager pager(small_config(page, 32));
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 32 * page, PROT_READ));
+  void* wanted[] = {bytes + 5 * page, bytes + 15 * page + 17, bytes + 30 * page};
+  pager.prefetch(wanted, 3);
+  for (int tries = 0; tries < 2000 && pager.stats().fills < 3; ++tries) usleep(1000);
+  EXPECT_EQ(pager.stats().fills, 3u);
+  EXPECT_EQ(bytes[5 * page], testing::pattern_byte(5 * page, 1));
+  EXPECT_EQ(bytes[15 * page + 17], testing::pattern_byte(15 * page + 17, 1));
+  EXPECT_EQ(bytes[30 * page + 9], testing::pattern_byte(30 * page + 9, 1));
+  EXPECT_EQ(pager.stats().read_faults, 0u);
+  pager.unmap(bytes);
+}
+
+}  // namespace
+}  // namespace autopager

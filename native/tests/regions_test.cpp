@@ -1,0 +1,93 @@
+#include <sys/mman.h>
+
+#include <thread>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+using testing::pattern_byte;
+using testing::ScratchFile;
+
+TEST(Regions, SeveralRegionsShareOneBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 256;
+  const int kRegions = 4;
+  std::vector<std::unique_ptr<ScratchFile>> files;
+  Pager pager(testing::small_config(page, 32));
+  std::vector<std::uint8_t*> bases;
+  for (int r = 0; r < kRegions; ++r) {
+    files.push_back(std::make_unique<ScratchFile>(pages * page + r * 1000, 100 + r));
+    bases.push_back(static_cast<std::uint8_t*>(pager.map(make_file_store(files[r]->path()), pages * page + r * 1000)));
+  }
+  // Interleave: each thread walks one region, writing one byte a page, while the buffer holds 32 pages in all.
+  std::vector<std::thread> threads;
+  std::atomic<std::uint64_t> wrong{0};
+  for (int r = 0; r < kRegions; ++r) {
+    threads.emplace_back([&, r] {
+      for (std::uint64_t p = 0; p < pages; ++p) {
+        std::uint64_t off = p * page + 11;
+        wrong += bases[r][off] != pattern_byte(off, 100 + r);
+        bases[r][off] = static_cast<std::uint8_t>(r + p);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_LE(pager.stats().resident_pages, 32u);
+  for (int r = 0; r < kRegions; ++r) ASSERT_TRUE(pager.unmap(bases[r]));
+  for (int r = 0; r < kRegions; ++r) {
+    std::vector<std::uint8_t> bytes = files[r]->contents();
+    ASSERT_EQ(bytes.size(), pages * page + r * 1000);
+    std::uint64_t bad = 0;
+    for (std::uint64_t i = 0; i < bytes.size(); ++i) {
+      bool written = i % page == 11 && i / page < pages;
+      std::uint8_t expected = written ? static_cast<std::uint8_t>(r + i / page) : pattern_byte(i, 100 + r);
+      bad += bytes[i] != expected;
+    }
+    EXPECT_EQ(bad, 0u) << "region " << r;
+  }
+}
+
+TEST(Regions, TwoPagersWithDifferentPageSizesAtOnce) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile a(300 * page, 1), b(300 * page, 2);
+  Pager small(testing::small_config(page, 8));
+  Pager large(testing::small_config(16 * page, 2));
+  auto* x = static_cast<const std::uint8_t*>(small.map(make_file_store(a.path()), 300 * page, PROT_READ));
+  auto* y = static_cast<const std::uint8_t*>(large.map(make_file_store(b.path()), 300 * page, PROT_READ));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < 300 * page; i += 61) {
+    wrong += x[i] != pattern_byte(i, 1);
+    wrong += y[i] != pattern_byte(i, 2);
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(small.stats().fills, small.stats().read_faults);
+  EXPECT_GE(small.stats().fills, 300u);
+  EXPECT_LE(large.stats().fills, 300u / 16 + 1);
+}
+
+TEST(Regions, UnmapOfAnUnknownAddressIsRefused) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  Pager pager(testing::small_config(system_page_size(), 4));
+  int not_a_region = 0;
+  EXPECT_FALSE(pager.unmap(&not_a_region));
+}
+
+TEST(Regions, ARegionLargerThanAFixedStoreIsRefused) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  Pager pager(testing::small_config(system_page_size(), 4));
+  EXPECT_THROW(pager.map(make_memory_store(1000), 2000), std::invalid_argument);
+  EXPECT_THROW(pager.map(make_memory_store(1000), 0), std::invalid_argument);
+  ScratchFile file(4096);
+  FileStoreOptions read_only;
+  read_only.writable = false;
+  EXPECT_THROW(pager.map(make_file_store(file.path(), read_only), 4096, PROT_READ | PROT_WRITE),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace autopager

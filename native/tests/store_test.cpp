@@ -1,0 +1,103 @@
+#include <sys/mman.h>
+
+#include <system_error>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+using testing::pattern_byte;
+using testing::ScratchFile;
+
+TEST(MultiFileStore, FilesWithOffsetsAndLengthsFormOneRegion) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile a(10 * page, 1), b(7 * page + 333, 2), c(5 * page, 3);
+  // a from byte 100, 3 pages; all of b; c from page 1, 2 pages.
+  std::vector<FileSegment> segments = {{a.path(), 100, 3 * page}, {b.path(), 0, 0}, {c.path(), page, 2 * page}};
+  const std::uint64_t total = 3 * page + 7 * page + 333 + 2 * page;
+  Pager pager(testing::small_config(page, 4));
+  auto store = make_multi_file_store(segments);
+  ASSERT_EQ(store->size(), total);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(store, total));
+  auto expected = [&](std::uint64_t i) {
+    if (i < 3 * page) return pattern_byte(100 + i, 1);
+    i -= 3 * page;
+    if (i < 7 * page + 333) return pattern_byte(i, 2);
+    i -= 7 * page + 333;
+    return pattern_byte(page + i, 3);
+  };
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < total; ++i) wrong += bytes[i] != expected(i);
+  EXPECT_EQ(wrong, 0u);
+  // Writes across the seams land in the right file at the right offset.
+  bytes[3 * page - 1] = 0x11;
+  bytes[3 * page] = 0x22;
+  bytes[total - 1] = 0x33;
+  ASSERT_TRUE(pager.unmap(bytes));
+  EXPECT_EQ(a.contents()[100 + 3 * page - 1], 0x11);
+  EXPECT_EQ(b.contents()[0], 0x22);
+  EXPECT_EQ(c.contents()[3 * page - 1], 0x33);
+  EXPECT_EQ(c.contents()[3 * page], pattern_byte(3 * page, 3)) << "past the segment is untouched";
+}
+
+TEST(MemoryStore, ServesAndKeepsWritesThroughEvictions) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t size = 512 * page;
+  auto store = make_memory_store(size);
+  Pager pager(testing::small_config(page, 8));
+  auto* words = static_cast<std::uint64_t*>(pager.map(store, size));
+  for (std::uint64_t i = 0; i < size / 8; i += 7) words[i] = i ^ 0x5555;
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < size / 8; ++i) wrong += words[i] != (i % 7 == 0 ? i ^ 0x5555 : 0);
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_GT(pager.stats().evictions, 500u);
+  pager.unmap(words);
+  std::vector<std::uint64_t> back(size / 8);
+  ASSERT_EQ(store->read(back.data(), size, 0), static_cast<ssize_t>(size));
+  wrong = 0;
+  for (std::uint64_t i = 0; i < size / 8; ++i) wrong += back[i] != (i % 7 == 0 ? i ^ 0x5555 : 0);
+  EXPECT_EQ(wrong, 0u);
+}
+
+TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t size = 64 * page + 500;  // an unaligned tail goes through the page cache
+  ScratchFile file(size, 4);
+  FileStoreOptions options;
+  options.direct = true;
+  std::shared_ptr<Store> store;
+  try {
+    store = make_file_store(file.path(), options);
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "this file system does not support O_DIRECT: " << e.what();
+  }
+  Pager pager(testing::small_config(page, 8));
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(store, size));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < size; ++i) wrong += bytes[i] != pattern_byte(i, 4);
+  EXPECT_EQ(wrong, 0u);
+  for (std::uint64_t i = 0; i < size; i += 1000) bytes[i] = 0xEE;
+  ASSERT_TRUE(pager.unmap(bytes));
+  std::vector<std::uint8_t> after = file.contents();
+  ASSERT_EQ(after.size(), size);
+  wrong = 0;
+  for (std::uint64_t i = 0; i < size; ++i) wrong += after[i] != (i % 1000 == 0 ? 0xEE : pattern_byte(i, 4));
+  EXPECT_EQ(wrong, 0u);
+}
+
+TEST(FileStore, AMissingFileIsAnErrorNamingIt) {
+  try {
+    make_file_store("/nonexistent/autopager/file");
+    FAIL() << "no error";
+  } catch (const std::system_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/autopager/file"), std::string::npos);
+    EXPECT_EQ(e.code().value(), ENOENT);
+  }
+}
+
+}  // namespace
+}  // namespace autopager

@@ -1,0 +1,80 @@
+// Helpers for the native tests: scratch files with a known pattern, and the userfaultfd check.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "autopager/autopager.hpp"
+
+namespace autopager::testing {
+
+// The byte expected at `offset` of a pattern file with `seed`.
+inline std::uint8_t pattern_byte(std::uint64_t offset, std::uint64_t seed) {
+  std::uint64_t x = (offset / 8) * 0x9E3779B97F4A7C15ull + seed;
+  x ^= x >> 29;
+  return static_cast<std::uint8_t>(x >> (8 * (offset % 8)));
+}
+
+class ScratchFile {
+ public:
+  explicit ScratchFile(std::uint64_t size, std::uint64_t seed = 1) {
+    char name[] = "/tmp/autopager-test-XXXXXX";
+    int fd = mkstemp(name);
+    if (fd < 0) std::abort();
+    path_ = name;
+    std::vector<std::uint8_t> chunk(1 << 20);
+    for (std::uint64_t off = 0; off < size; off += chunk.size()) {
+      std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), size - off));
+      for (std::size_t i = 0; i < n; ++i) chunk[i] = pattern_byte(off + i, seed);
+      if (pwrite(fd, chunk.data(), n, static_cast<off_t>(off)) != static_cast<ssize_t>(n)) std::abort();
+    }
+    close(fd);
+  }
+  ~ScratchFile() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+  std::vector<std::uint8_t> contents() const {
+    std::vector<std::uint8_t> bytes;
+    FILE* f = std::fopen(path_.c_str(), "rb");
+    if (f == nullptr) return bytes;
+    std::fseek(f, 0, SEEK_END);
+    bytes.resize(static_cast<std::size_t>(std::ftell(f)));
+    std::fseek(f, 0, SEEK_SET);
+    if (std::fread(bytes.data(), 1, bytes.size(), f) != bytes.size()) bytes.clear();
+    std::fclose(f);
+    return bytes;
+  }
+
+ private:
+  std::string path_;
+};
+
+inline Config small_config(std::size_t page_size, std::uint64_t buffer_pages, unsigned threads = 2) {
+  Config c = Config::defaults();
+  c.page_size = page_size;
+  c.buffer_pages = buffer_pages;
+  c.fillers = threads;
+  c.evictors = threads;
+  c.max_fault_events = threads;
+  return c;
+}
+
+// Skips (with the reason printed) only where userfaultfd truly cannot be used.
+#define AUTOPAGER_REQUIRE_USERFAULTFD()                                                     \
+  do {                                                                                      \
+    int fd_ = static_cast<int>(syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* user mode only */)); \
+    if (fd_ < 0 && access("/dev/userfaultfd", R_OK | W_OK) != 0)                            \
+      GTEST_SKIP() << "userfaultfd is unavailable here: " << std::strerror(errno);          \
+    if (fd_ >= 0) close(fd_);                                                               \
+  } while (0)
+
+}  // namespace autopager::testing

@@ -1,0 +1,131 @@
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include <random>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+using testing::pattern_byte;
+using testing::ScratchFile;
+using testing::small_config;
+
+// Writes a new value into every `stride`-th 8-byte word: first some at random, then all in order.
+void scribble(std::uint64_t* words, std::uint64_t count, std::uint64_t stride, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (std::uint64_t n = 0; n < 20000; ++n) {
+    std::uint64_t i = rng() % count;
+    if (i % stride == 0) words[i] = i * 31 + seed;
+  }
+  for (std::uint64_t i = 0; i < count; i += stride) words[i] = i * 31 + seed;
+}
+
+std::uint64_t wrong_words(const std::vector<std::uint8_t>& file, std::uint64_t stride, std::uint64_t seed,
+                          std::uint64_t pattern_seed) {
+  std::uint64_t wrong = 0;
+  const std::uint64_t count = file.size() / 8;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t got;
+    std::memcpy(&got, file.data() + 8 * i, 8);
+    std::uint64_t expected = 0;
+    if (i % stride == 0) {
+      expected = i * 31 + seed;
+    } else {
+      for (int b = 7; b >= 0; --b) expected = (expected << 8) | pattern_byte(8 * i + b, pattern_seed);
+    }
+    wrong += got != expected;
+  }
+  return wrong;
+}
+
+struct Case {
+  std::size_t page_multiple;
+  std::uint64_t buffer_pages;
+  unsigned high, low;
+};
+
+class Writes : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Writes, ReachTheFileAfterUnmapUnderEvictionPressure) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const Case c = GetParam();
+  const std::size_t page = system_page_size() * c.page_multiple;
+  const std::uint64_t size = 2048 * system_page_size();
+  ScratchFile file(size, 7);
+  Config config = small_config(page, c.buffer_pages);
+  config.evict_high_water = c.high;
+  config.evict_low_water = c.low;
+  Pager pager(config);
+  auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), size));
+  scribble(words, size / 8, 5, 42);
+  Stats s = pager.stats();
+  EXPECT_GT(s.evictions, 1000u / c.page_multiple);
+  EXPECT_GT(s.write_backs, 0u);
+  ASSERT_TRUE(pager.unmap(words));
+  EXPECT_EQ(wrong_words(file.contents(), 5, 42, 7), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pressure, Writes,
+                         ::testing::Values(Case{1, 8, 90, 70}, Case{1, 1, 100, 0}, Case{4, 4, 50, 10},
+                                           Case{1, 64, 100, 99}));
+
+TEST(Writes, ReachTheFileAfterFlushAndStayResident) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t size = 512 * page;
+  ScratchFile file(size, 3);
+  Pager pager(small_config(page, 64));
+  auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), size));
+  scribble(words, size / 8, 3, 9);
+  ASSERT_EQ(pager.flush(), 0);
+  EXPECT_EQ(pager.stats().dirty_pages, 0u);
+  EXPECT_EQ(wrong_words(file.contents(), 3, 9, 3), 0u);
+  std::uint64_t faults = pager.stats().write_faults;
+  words[(size / 8) - 3] = 77;  // a resident page, clean again: its next write faults once more
+  EXPECT_EQ(pager.stats().write_faults, faults + 1);
+  ASSERT_EQ(pager.flush(words), 0);
+  std::vector<std::uint8_t> after = file.contents();
+  std::uint64_t last;
+  std::memcpy(&last, after.data() + size - 24, 8);
+  EXPECT_EQ(last, 77u);
+  pager.unmap(words);
+}
+
+TEST(Writes, ReachTheFileAtANormalExitWithoutUnmap) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t size = 1024 * page;
+  ScratchFile file(size, 5);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto* pager = new Pager(small_config(page, 16));  // never destroyed, never unmapped
+    auto* words = static_cast<std::uint64_t*>(pager->map(make_file_store(file.path()), size));
+    scribble(words, size / 8, 7, 11);
+    std::exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(wrong_words(file.contents(), 7, 11, 5), 0u);
+}
+
+TEST(Writes, AWriteFaultOnAMissingPageInstallsItWritable) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile file(4 * page);
+  Pager pager(small_config(page, 4));
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 4 * page));
+  bytes[page + 1] = 0xAB;
+  Stats s = pager.stats();
+  EXPECT_EQ(s.write_faults, 1u);
+  EXPECT_EQ(s.read_faults, 0u);
+  EXPECT_EQ(bytes[page], pattern_byte(page, 1)) << "the rest of the page comes from the file";
+  pager.unmap(bytes);
+  EXPECT_EQ(file.contents()[page + 1], 0xAB);
+}
+
+}  // namespace
+}  // namespace autopager
