@@ -188,9 +188,8 @@ def _chosen_pager(pager: Optional[Pager], profile: Optional[ProfileLike],
 def resolve_parameters(profile: Optional[ProfileLike], params: Mapping[str, Any]) -> Dict[str, Any]:
     """The parameters of `profile` overridden by `params` (None values ignored); unknown names refused."""
     merged: Dict[str, Any] = {}
-    if profile is not None:
-        merged.update(_profile_parameters(profile))
-    merged.update({name: value for name, value in params.items() if value is not None})
+    for source in (_profile_parameters(profile) if profile is not None else {}), params:
+        merged.update({name: value for name, value in source.items() if value is not None})
     unknown = sorted(set(merged) - set(PARAMETERS))
     if unknown:
         raise ValueError(f"unknown paging parameter(s) {unknown}; known: {', '.join(PARAMETERS)}")

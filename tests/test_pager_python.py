@@ -1,0 +1,120 @@
+"""autopager.Pager from Python: parameters, profiles, statistics, several pagers in one process."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import autopager
+
+
+def userfaultfd_problem():
+    try:
+        autopager.Pager(buffer_size="1MiB").close()
+    except OSError as error:
+        return str(error)
+    return None
+
+
+pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
+                                reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
+
+STATS = {"read_faults", "write_faults", "fills", "bytes_read", "evictions", "write_backs", "bytes_written",
+         "write_errors", "resident_pages", "dirty_pages", "fault_service_mean_us", "fault_service_p99_us"}
+
+
+@pytest.fixture
+def path(tmp_path):
+    path = tmp_path / "data.bin"
+    np.arange(1 << 20, dtype=np.float32).tofile(path)  # 4 MiB
+    return path
+
+
+def test_parameters_in_bytes_and_notation():
+    with autopager.Pager(page_size="64KiB", buffer_size="2MiB", fillers=3, evictors=2, evict_high_water=80,
+                         evict_low_water=40, read_ahead=2, max_fault_events=16) as pager:
+        assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
+                                "evict_high_water": 80, "evict_low_water": 40, "read_ahead": 2,
+                                "max_fault_events": 16}
+        assert "page_size=65536" in repr(pager) and "open" in repr(pager)
+
+
+def test_changing_only_the_page_size_keeps_the_buffer_in_bytes():
+    with autopager.Pager(buffer_size="8MiB") as small, autopager.Pager(page_size="1MiB") as large:
+        assert small.config["buffer_size"] == 8 << 20
+        default = autopager.Pager(buffer_size=None)
+        assert abs(large.config["buffer_size"] - default.config["buffer_size"]) < 1 << 20
+        default.close()
+
+
+def test_stats_count_the_paging(path):
+    with autopager.Pager(page_size=65536, buffer_size="1MiB") as pager:
+        a = pager.memmap(path, dtype=np.float32, mode="r+")
+        assert a.sum() == np.arange(1 << 20, dtype=np.float32).sum()
+        a[:1000] = 0
+        stats = pager.stats()
+        assert set(stats) == STATS
+        assert stats["fills"] >= 64 and stats["bytes_read"] >= 4 << 20 and stats["evictions"] >= 48
+        assert stats["resident_pages"] <= 16
+        pager.flush()
+        assert pager.stats()["dirty_pages"] == 0 and pager.stats()["write_backs"] >= 1
+    assert pager.stats()["fills"] >= 64  # the counters at closing
+
+
+def test_two_pagers_with_different_page_sizes_at_once(path, tmp_path):
+    other = tmp_path / "other.bin"
+    with autopager.Pager(page_size=4096, buffer_size="256KiB") as small, \
+            autopager.Pager(page_size="1MiB", buffer_size="2MiB") as large:
+        a = small.memmap(path, dtype=np.float32, mode="r")
+        b = large.memmap(other, dtype=np.float32, mode="w+", shape=a.shape)
+        for start in range(0, a.size, 100_000):
+            b[start:start + 100_000] = a[start:start + 100_000] * 2
+        assert small.stats()["fills"] >= 1024 and large.stats()["fills"] >= 4
+        assert large.stats()["bytes_read"] % (1 << 20) == 0
+        del a, b
+    assert np.array_equal(np.fromfile(other, dtype=np.float32), np.arange(1 << 20, dtype=np.float32) * 2)
+
+
+def test_several_arrays_share_one_buffer(path, tmp_path):
+    with autopager.Pager(page_size=65536, buffer_size="1MiB") as pager:
+        arrays = [pager.memmap(path, dtype=np.float32, mode="r") for _ in range(3)]
+        assert all(a[-1] == (1 << 20) - 1 for a in arrays)
+        assert pager.stats()["resident_pages"] <= 16
+        assert all(a.region.pager is arrays[0].region.pager for a in arrays)
+
+
+def test_arrays_without_parameters_share_the_default_pager(path):
+    a = autopager.memmap(path, dtype=np.float32, mode="r")
+    b = autopager.memmap(path, dtype=np.float32, mode="c")
+    assert a.region.pager is b.region.pager
+    assert autopager.default_pager().config["page_size"] == os.sysconf("SC_PAGE_SIZE")
+
+
+def test_the_environment_configures_the_default_pager(path):
+    script = ("import autopager; p = autopager.default_pager(); "
+              "print(p.config['page_size'], p.config['fillers'], p.config['buffer_size'])")
+    env = {**os.environ, "UMAP_PAGESIZE": "16384", "UMAP_PAGE_FILLERS": "3", "UMAP_BUFSIZE": "100",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert result.stdout.split() == ["16384", "3", str(100 * 16384)], result.stderr
+
+
+def test_a_profile_mapping_file_or_name(path, tmp_path, monkeypatch):
+    pytest.importorskip("autopager.profiles")
+    monkeypatch.setenv("AUTOPAGER_PROFILE_DIR", str(tmp_path / "profiles"))
+    profile_file = tmp_path / "profiles" / "demo" / "default@here.yaml"
+    profile_file.parent.mkdir(parents=True)
+    profile_file.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n  fillers: 2\n")
+    for profile in ({"page_size": "32KiB", "buffer_size": "4MiB", "fillers": 2}, profile_file, "demo"):
+        with autopager.Pager(profile=profile) as pager:
+            assert pager.config["page_size"] == 32768 and pager.config["buffer_size"] == 4 << 20
+    with autopager.Pager(profile="demo", page_size="8KiB") as pager:  # arguments override the profile
+        assert pager.config["page_size"] == 8192 and pager.config["fillers"] == 2
+    a = autopager.memmap(path, dtype=np.float32, mode="r", profile="demo")
+    assert a[123] == 123
+
+
+def test_write_protect_is_reported():
+    with autopager.Pager(buffer_size="1MiB") as pager:
+        assert isinstance(pager.has_write_protect, bool)
