@@ -51,7 +51,9 @@ bool Options::parse(int argc, char** argv) {
       continue;
     }
     if (!has_value) {
-      if (i + 1 >= argc) throw UsageError("option --" + name + " needs a value");
+      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0) {
+        throw UsageError("option --" + name + " needs a value");
+      }
       value = argv[++i];
     }
     values_[name] = value;

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Out-of-core benchmark of the workloads: the pager with its default page size and a few others, beside
+the kernel's mmap, under the same memory limit.
+
+Each workload runs as configured in configs/workload/NAME.yaml (data several times the pager buffer).
+Every run starts with the page cache dropped and runs in a child memory cgroup limited to
+buffer_size + headroom (+ the program's own arrays, e.g. bfs's levels): the kernel's mmap gets that much
+memory for its page cache, the pager gets its buffer and the rest for its private memory and the page
+cache. Each variant runs --repeats times and the median is reported.
+
+    sudo python3 experiments/bench_workloads.py [--workloads bfs,sort] [--repeats 3]
+
+Writes <out>/workloads.md (the table), <out>/workloads.csv (medians) and <out>/runs.jsonl (every run),
+and prints the table. Needs root (drop_caches, cgroups, userfaultfd) and built workloads (build/workloads,
+or AUTOPAGER_BIN).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from autopager.params import format_size, parse_size, system_page_size, to_environment  # noqa: E402
+from autopager.workloads import Workload  # noqa: E402
+from memlimit import MemoryLimit  # noqa: E402
+
+WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
+             "numpy_gather")
+KERNEL = "mmap"
+
+
+def private_memory(workload: Workload) -> int:
+    """Memory a program needs beside the mapped data, given to both the pager and mmap runs."""
+    if workload.name == "bfs":
+        return 4 << int(workload.size)  # one uint32 level a vertex
+    if workload.name == "numpy_gather":
+        return 64 << 20  # the interpreter, numpy and the gather indices
+    return 0
+
+
+@dataclass
+class Variant:
+    label: str
+    page_size: int | None  # None: the kernel's mmap
+
+    def argv(self, workload: Workload) -> list[str]:
+        return workload.argv() + (["--mmap"] if self.page_size is None else [])
+
+    def environment(self, workload: Workload) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # numpy_gather
+        if self.page_size is not None:
+            env.update(to_environment({"page_size": self.page_size, "buffer_size": workload.buffer_size}))
+        return env
+
+
+@dataclass
+class Row:
+    workload: Workload
+    limit: int
+    runs: dict[str, list[dict]] = field(default_factory=dict)
+
+    def median(self, label: str) -> float | None:
+        values = [r["value"] for r in self.runs.get(label, []) if r.get("value") is not None]
+        return statistics.median(values) if values else None
+
+    def failure(self, label: str) -> str | None:
+        runs = self.runs.get(label, [])
+        bad = [r["error"] for r in runs if r.get("error")]
+        return bad[0] if bad and len(bad) == len(runs) else None
+
+
+def drop_caches() -> None:
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except PermissionError:
+        sys.exit("bench_workloads: dropping the page cache needs root (echo 3 > /proc/sys/vm/drop_caches)")
+
+
+def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -> dict:
+    drop_caches()
+    argv = variant.argv(workload)
+    record = {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size,
+              "limit": limit, "command": " ".join(argv)}
+    with MemoryLimit(limit) as cgroup:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(argv, env=variant.environment(workload), capture_output=True, text=True,
+                                  timeout=timeout, preexec_fn=cgroup.enter)
+        except subprocess.TimeoutExpired:
+            return {**record, "value": None, "error": f"timeout ({timeout:.0f} s)"}
+        record.update(wall=time.perf_counter() - start, peak_memory=cgroup.peak_bytes())
+    if proc.returncode != 0:
+        reason = "killed (out of memory?)" if proc.returncode == -9 else f"exit {proc.returncode}"
+        return {**record, "value": None, "error": f"{reason}: {proc.stderr.strip()[-300:]}"}
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**record, "value": result["value"], "metric": result["metric"], "check": result["check"],
+            "checksum": result.get("checksum"), "stats": result.get("stats")}
+
+
+def speedup(workload: Workload, value: float | None, baseline: float | None) -> float | None:
+    if not value or not baseline:
+        return None
+    return baseline / value if workload.goal == "minimize" else value / baseline
+
+
+def cell(row: Row, label: str) -> str:
+    value = row.median(label)
+    if value is None:
+        return row.failure(label) and row.failure(label).split(":")[0] or "-"
+    return f"{value:.3g}"
+
+
+def best_pager_label(row: Row, labels: list[str]) -> str | None:
+    measured = [(row.median(label), label) for label in labels if row.median(label) is not None]
+    if not measured:
+        return None
+    pick = min if row.workload.goal == "minimize" else max
+    return pick(measured)[1]
+
+
+def ratio_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
+    pager_labels = [v.label for v in variants if v.page_size is not None]
+    default_label = pager_labels[0]
+    header = ["workload", "metric", "data", "buffer", "memory limit", *[v.label for v in variants],
+              "best page", "best vs default", "best vs mmap"]
+    lines = []
+    for row in rows:
+        w = row.workload
+        best = best_pager_label(row, pager_labels)
+        best_value = row.median(best) if best else None
+        lines.append([w.name, f"{w.metric} ({'lower' if w.goal == 'minimize' else 'higher'} is better)",
+                      f"{data_bytes(w) / 2**20:.0f}MiB", format_size(w.buffer_size),
+                      format_size(row.limit), *[cell(row, v.label) for v in variants], best or "-",
+                      ratio_text(speedup(w, best_value, row.median(default_label))),
+                      ratio_text(speedup(w, best_value, row.median(KERNEL)))])
+    return header, lines
+
+
+def data_bytes(workload: Workload) -> int:
+    return sum(path.stat().st_size for path in workload.data_paths() if path.exists())
+
+
+def markdown(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return "\n".join(out)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated config names")
+    parser.add_argument("--page-sizes", default="16KiB,64KiB,1MiB,4MiB",
+                        help="pager page sizes beside the default (the system page)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
+    parser.add_argument("--headroom", default="16MiB", help="memory limit beyond buffer_size (both modes)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
+                        "once is not repeated")
+    parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the workloads keep their data")
+    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "workloads"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
+    variants = [Variant(KERNEL, None), Variant(f"{format_size(system_page_size())} (default)", system_page_size())]
+    variants += [Variant(format_size(parse_size(s)), parse_size(s)) for s in args.page_sizes.split(",") if s]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    headroom = parse_size(args.headroom)
+    rows = []
+    with open(out / "runs.jsonl", "w") as raw:
+        for name in args.workloads.split(","):
+            config = yaml.safe_load((REPO / "configs" / "workload" / f"{name}.yaml").read_text())
+            workload = Workload.from_config(config, args.data_dir)
+            workload.data_dir.mkdir(parents=True, exist_ok=True)
+            if workload.prepare_argv():
+                subprocess.run(workload.prepare_argv(), check=True)
+            row = Row(workload, workload.buffer_size + headroom + private_memory(workload))
+            rows.append(row)
+            for repeat in range(args.repeats):
+                for variant in variants:
+                    earlier = row.runs.setdefault(variant.label, [])
+                    if any(r.get("error", "").startswith("timeout") for r in earlier):
+                        continue
+                    result = run_once(workload, variant, row.limit, args.timeout)
+                    earlier.append(result)
+                    raw.write(json.dumps(result) + "\n")
+                    raw.flush()
+                    shown = result.get("error") or f"{result['value']:.4g} {result['metric']} check {result['check']}"
+                    print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
+    header, lines = table(rows, variants)
+    with open(out / "workloads.csv", "w", newline="") as f:
+        csv.writer(f).writerows([header, *lines])
+    report = (f"# Workloads out of core: pager page sizes vs kernel mmap\n\n"
+              f"Machine: {platform.node()}, {os.cpu_count()} cores, Linux {platform.release()}. "
+              f"Medians of {args.repeats} runs (page cache dropped before each); every run in a memory cgroup "
+              f"limited to the memory limit column (buffer + {format_size(headroom)} headroom + the program's "
+              f"own arrays). Other pager parameters at their defaults. Timeouts: {args.timeout:.0f} s.\n\n"
+              f"Command: `python3 experiments/bench_workloads.py {' '.join(argv or sys.argv[1:])}`\n\n"
+              + markdown(header, lines) + "\n")
+    (out / "workloads.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The workload programs at tiny sizes: on the pager and on the kernel's mmap they must give the same
+checked answer, and bad arguments or missing data must give a clear error and a non-zero exit.
+
+The programs are taken from $AUTOPAGER_BIN, else from build/workloads (cmake -S . -B build && cmake
+--build build).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
+NATIVE = ("bfs", "sort", "kv", "randio", "stream", "lookup")
+# A small buffer of small pages, so even tiny data is paged in and out.
+PAGER_ENV = {"UMAP_PAGESIZE": "16384", "UMAP_BUFSIZE": "32"}
+
+# (name, program and its size options): each is generated once, then run on both backends.
+CASES = [
+    ("bfs", ["bfs", "--scale", "12"]),
+    ("sort", ["sort", "--size-mib", "4"]),
+    ("kv_readseq", ["kv", "--benchmark", "readseq", "--size-mib", "4"]),
+    ("kv_readrandom", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--lookups", "3000"]),
+    ("kv_readreverse", ["kv", "--benchmark", "readreverse", "--size-mib", "4", "--value-size", "64"]),
+    ("randio", ["randio", "--size-mib", "4", "--ops", "3000"]),
+    ("randio_writes", ["randio", "--size-mib", "4", "--ops", "3000", "--write-percent", "30", "--record-size", "512"]),
+    ("stream", ["stream", "--size-mib", "6", "--iterations", "2"]),
+    ("lookup_binsearch", ["lookup", "--benchmark", "binsearch", "--size-mib", "4", "--lookups", "5000"]),
+    ("lookup_hash", ["lookup", "--benchmark", "hash", "--size-mib", "4", "--lookups", "5000"]),
+    ("numpy_gather", ["numpy_gather.py", "--size-mib", "4", "--gathers", "20000"]),
+]
+
+
+def command(program: str, *args: str) -> list[str]:
+    path = BIN / program
+    return ([sys.executable, str(path)] if program.endswith(".py") else [str(path)]) + list(args)
+
+
+def run(program: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    environment.update(env or {})
+    return subprocess.run(command(program, *args), capture_output=True, text=True, env=environment, timeout=120)
+
+
+def result_line(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    missing = [p for p in (*NATIVE, "numpy_gather.py") if not (BIN / p).exists()]
+    if missing:
+        pytest.fail(f"workload programs {missing} not found in {BIN}: build them (cmake -S . -B build -G Ninja "
+                    f"&& cmake --build build) or set AUTOPAGER_BIN")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("workload-data")
+
+
+@pytest.fixture(scope="module")
+def userfaultfd_problem(data_dir):
+    """Why the pager cannot run here (userfaultfd refused or absent), or None."""
+    proc = run("sort", "--size-mib", "1", "--data-dir", str(data_dir), env=PAGER_ENV)
+    if proc.returncode != 0 and "userfaultfd" in proc.stderr:
+        return proc.stderr.strip().splitlines()[-1]
+    return None
+
+
+def pager_problem(name: str, userfaultfd_problem: str | None) -> str | None:
+    if userfaultfd_problem:
+        return f"userfaultfd unavailable: {userfaultfd_problem}"
+    if name == "numpy_gather":
+        try:
+            import autopager._native  # noqa: F401
+        except ImportError as error:
+            return f"autopager's native module is not built ({error})"
+    return None
+
+
+@pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
+def test_same_checked_answer_on_pager_and_mmap(name, argv, data_dir, userfaultfd_problem):
+    program, *args = argv
+    args += ["--data-dir", str(data_dir), "--threads", "2"]
+    generated = run(program, *args, "--generate")
+    assert generated.returncode == 0, generated.stderr
+    kernel = result_line(run(program, *args, "--mmap"))
+    assert kernel["mode"] == "mmap" and kernel["check"] == "ok" and kernel["stats"] is None
+    assert kernel["value"] > 0 and kernel["goal"] in ("minimize", "maximize")
+    problem = pager_problem(name, userfaultfd_problem)
+    if problem:
+        print(f"pager run of {name} skipped: {problem}")
+        pytest.skip(problem)
+    pager = result_line(run(program, *args, env=PAGER_ENV))
+    assert pager["mode"] == "umap" and pager["check"] == "ok"
+    assert pager["checksum"] == kernel["checksum"]
+    assert pager["metric"] == kernel["metric"] and pager["goal"] == kernel["goal"]
+    assert pager["stats"]["fills"] > 0 and pager["stats"]["evictions"] > 0
+
+
+def test_generated_data_is_reused(data_dir):
+    args = ["--size-mib", "2", "--data-dir", str(data_dir)]
+    assert run("kv", "--generate", *args).returncode == 0
+    data = data_dir / "kv-2m-v128.data"
+    before = data.stat().st_mtime_ns
+    again = run("kv", "--generate", *args)
+    assert again.returncode == 0 and "reusing" in again.stderr
+    assert data.stat().st_mtime_ns == before
+
+
+def test_bfs_answer_is_independent_of_threads(data_dir):
+    args = ["--scale", "11", "--data-dir", str(data_dir), "--mmap"]
+    assert run("bfs", "--generate", *args).returncode == 0
+    one, two = (result_line(run("bfs", *args, "--threads", n))["checksum"] for n in ("1", "2"))
+    assert one == two
+
+
+@pytest.mark.parametrize("program", NATIVE)
+def test_unknown_option_is_a_usage_error(program):
+    proc = run(program, "--no-such-option", "1")
+    assert proc.returncode == 2
+    assert "unknown option --no-such-option" in proc.stderr
+
+
+@pytest.mark.parametrize("program,args,named", [
+    ("bfs", ["--scale", "40"], "--scale"),
+    ("sort", ["--size-mib", "many"], "--size-mib"),
+    ("kv", ["--benchmark", "writerandom"], "--benchmark"),
+    ("kv", ["--value-size", "12"], "--value-size"),
+    ("randio", ["--record-size", "3000"], "--record-size"),
+    ("randio", ["--write-percent", "101"], "--write-percent"),
+    ("stream", ["--iterations", "0"], "--iterations"),
+    ("lookup", ["--threads", "0"], "--threads"),
+    ("lookup", ["--lookups"], "--lookups"),
+])
+def test_bad_value_names_the_option(program, args, named, tmp_path):
+    proc = run(program, *args, "--data-dir", str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("argv", [
+    ["bfs", "--scale", "10"],
+    ["kv", "--benchmark", "readseq", "--size-mib", "1"],
+    ["randio", "--size-mib", "1"],
+    ["lookup", "--benchmark", "hash", "--size-mib", "1"],
+    ["numpy_gather.py", "--size-mib", "1"],
+], ids=lambda argv: argv[0])
+@pytest.mark.parametrize("mode", [[], ["--mmap"]], ids=["umap", "mmap"])
+def test_missing_data_is_a_clear_error(argv, mode, tmp_path):
+    program, *args = argv
+    proc = run(program, *args, *mode, "--data-dir", str(tmp_path / "empty"))
+    assert proc.returncode == 1
+    assert "--generate" in proc.stderr
+    assert "missing" in proc.stderr or "no complete" in proc.stderr
+
+
+def test_partial_generation_is_not_taken_for_data(tmp_path):
+    (tmp_path / "kv-1m-v128.data.partial").write_bytes(b"\0" * 4096)
+    proc = run("kv", "--size-mib", "1", "--data-dir", str(tmp_path), "--mmap")
+    assert proc.returncode == 1 and "--generate" in proc.stderr
+
+
+def test_numpy_gather_bad_argument():
+    proc = run("numpy_gather.py", "--gathers", "0")
+    assert proc.returncode == 2 and "--gathers" in proc.stderr
+
+
+def test_help_lists_the_options():
+    proc = run("randio", "--help")
+    assert proc.returncode == 0 and "--write-percent" in proc.stdout and "--mmap" in proc.stdout
