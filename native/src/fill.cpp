@@ -16,6 +16,8 @@ struct AlignedBuffer {
     if (posix_memalign(&data, system_page_size(), size) != 0) throw std::bad_alloc();
   }
   ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
   void* data = nullptr;
 };
 
@@ -27,60 +29,97 @@ FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, 
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
   for (unsigned i = 0; i < config_.fillers; ++i) fillers_.emplace_back([this] { serve(); });
-  reader_ = std::thread([this] { read_faults(); });
 }
 
 FillerPool::~FillerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
   std::uint64_t one = 1;
-  (void)!write(stop_event_, &one, sizeof one);
-  reader_.join();
-  queue_.stop();
+  (void)!write(stop_event_, &one, sizeof one);  // wakes the reader
+  idle_.notify_all();
   for (auto& t : fillers_) t.join();
   close(stop_event_);
 }
 
-void FillerPool::read_faults() {
-  std::vector<uffd_msg> messages(config_.max_fault_events);
-  std::vector<FaultWork> batch;
-  batch.reserve(messages.size());
+void FillerPool::prefetch(PageRef page) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  speculative_.push_back(std::move(page));
+  if (idle_fillers_ > 0) idle_.notify_one();
+}
+
+bool FillerPool::read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults) {
   pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
   for (;;) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[1].revents != 0) break;
     ssize_t n = read(uffd_.fd(), messages.data(), messages.size() * sizeof(uffd_msg));
-    if (n <= 0) continue;  // EAGAIN: another wake-up took it
-    auto now = std::chrono::steady_clock::now();
-    batch.clear();
-    for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); ++i) {
-      if (messages[i].event != UFFD_EVENT_PAGEFAULT) continue;
-      batch.push_back({static_cast<std::uintptr_t>(messages[i].arg.pagefault.address),
-                       messages[i].arg.pagefault.flags, now});
+    if (n > 0) {
+      auto now = std::chrono::steady_clock::now();
+      faults.clear();
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); ++i) {
+        if (messages[i].event != UFFD_EVENT_PAGEFAULT) continue;
+        faults.push_back({static_cast<std::uintptr_t>(messages[i].arg.pagefault.address),
+                          messages[i].arg.pagefault.flags, now});
+      }
+      if (!faults.empty()) return true;
+      continue;
     }
-    queue_.push_faults(batch.begin(), batch.end());
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) return false;
+    if (fds[1].revents != 0) return false;
   }
 }
 
 void FillerPool::serve() {
-  std::size_t page_size = config_.page_size;
-  AlignedBuffer io_buffer(page_size);
-  char* buffer = static_cast<char*>(io_buffer.data);
-  FaultWork fault{};
-  PageRef page{};
-  bool is_fault = false;
-  while (queue_.pop(&fault, &page, &is_fault)) {
-    if (is_fault) {
-      serve_fault(fault, buffer);
-    } else {
-      paging_.fill(page.region, page.page, false, true, buffer);
+  AlignedBuffer io(config_.page_size);
+  char* io_buffer = static_cast<char*>(io.data);
+  std::vector<uffd_msg> messages(config_.max_fault_events);
+  std::vector<Fault> batch;
+  batch.reserve(messages.size());
+
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopped_) {
+    if (!faults_.empty()) {
+      Fault fault = faults_.front();
+      faults_.pop_front();
+      lock.unlock();
+      serve_fault(fault, io_buffer);
+      lock.lock();
+    } else if (!reader_active_) {
+      reader_active_ = true;
+      lock.unlock();
+      bool got = read_faults(messages, batch);
+      lock.lock();
+      reader_active_ = false;
+      if (!got) break;
+      faults_.insert(faults_.end(), batch.begin() + 1, batch.end());
+      // One idle filler takes over as reader; the others take the rest of the batch.
+      if (idle_fillers_ > 0) {
+        if (batch.size() > 1) idle_.notify_all();
+        else idle_.notify_one();
+      }
+      lock.unlock();
+      serve_fault(batch.front(), io_buffer);
+      lock.lock();
+    } else if (!speculative_.empty()) {
+      PageRef page = std::move(speculative_.front());
+      speculative_.pop_front();
+      lock.unlock();
+      paging_.fill(page.region, page.page, false, true, io_buffer);
       page.region.reset();
+      lock.lock();
+    } else {
+      ++idle_fillers_;
+      idle_.wait(lock);
+      --idle_fillers_;
     }
   }
+  // The reader that saw the stop event leaves; wake the others so they see it too.
+  stopped_ = true;
+  idle_.notify_all();
 }
 
-void FillerPool::serve_fault(const FaultWork& fault, char* io_buffer) {
+void FillerPool::serve_fault(const Fault& fault, char* io_buffer) {
   const void* address = reinterpret_cast<const void*>(fault.address);
   RegionPtr region = regions_.find(address);
   if (!region) return;  // unmapped meanwhile: the faulting access is the program's own error
@@ -95,8 +134,12 @@ void FillerPool::serve_fault(const FaultWork& fault, char* io_buffer) {
     // it retries and faults again if it must.
     if (!paging_.fill(region, page, for_write, false, io_buffer))
       uffd_.wake(region->page_address(page), region->page_size);
-    for (std::uint64_t next = page + 1; next <= page + config_.read_ahead && next < region->page_count; ++next) {
-      if (region->state(next) == PageState::kAbsent) queue_.push_speculative(PageRef{region, next});
+    std::uint64_t last = std::min<std::uint64_t>(page + config_.read_ahead, region->page_count - 1);
+    if (last > page) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (std::uint64_t next = page + 1; next <= last; ++next)
+        if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
+      if (idle_fillers_ > 0) idle_.notify_all();
     }
   }
   auto elapsed = std::chrono::steady_clock::now() - fault.read_at;

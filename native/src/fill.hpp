@@ -1,9 +1,15 @@
-// The fault reader and the fillers. The reader reads up to max_fault_events events per call from the
-// userfaultfd and queues them; `fillers` threads take them, read the pages from their stores and
-// install them, then queue the read-ahead pages for any idle filler.
+// The fault reader and the fillers. The reader role rotates among the fillers (leader/followers):
+// one filler waits on the userfaultfd and reads up to max_fault_events events; it hands the role to an
+// idle filler, queues all but the first event for any idle filler, and serves the first itself. A lone
+// fault thus costs one wake-up, and a burst spreads over every idle filler, so a hot region gets more
+// fillers. Read-ahead and prefetch pages are queued behind the faults.
 #pragma once
 
-#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -12,7 +18,6 @@
 #include "region_table.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
-#include "work_queue.hpp"
 
 namespace autopager {
 
@@ -24,21 +29,34 @@ class FillerPool {
   FillerPool(const FillerPool&) = delete;
   FillerPool& operator=(const FillerPool&) = delete;
 
-  void prefetch(PageRef page) { queue_.push_speculative(std::move(page)); }
+  void prefetch(PageRef page);
 
  private:
-  void read_faults();
+  struct Fault {
+    std::uintptr_t address;
+    std::uint64_t flags;  // UFFD_PAGEFAULT_FLAG_*
+    std::chrono::steady_clock::time_point read_at;
+  };
+
   void serve();
-  void serve_fault(const FaultWork& fault, char* io_buffer);
+  // Waits for fault events as the reader; false when the pool stops.
+  bool read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults);
+  void serve_fault(const Fault& fault, char* io_buffer);
 
   const Config& config_;
   Userfaultfd& uffd_;
   Paging& paging_;
   const RegionTable& regions_;
   StatsCounters& stats_;
-  WorkQueue queue_;
   int stop_event_ = -1;
-  std::thread reader_;
+
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  std::deque<Fault> faults_;
+  std::deque<PageRef> speculative_;
+  bool reader_active_ = false;
+  unsigned idle_fillers_ = 0;
+  bool stopped_ = false;
   std::vector<std::thread> fillers_;
 };
 
