@@ -49,7 +49,8 @@ void FillerPool::prefetch(PageRef page) {
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 
-bool FillerPool::read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults) {
+FillerPool::ReadResult FillerPool::read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults,
+                                               bool wait) {
   pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
   for (;;) {
     ssize_t n = read(uffd_.fd(), messages.data(), messages.size() * sizeof(uffd_msg));
@@ -61,12 +62,13 @@ bool FillerPool::read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>
         faults.push_back({static_cast<std::uintptr_t>(messages[i].arg.pagefault.address),
                           messages[i].arg.pagefault.flags, now});
       }
-      if (!faults.empty()) return true;
+      if (!faults.empty()) return ReadResult::kFaults;
       continue;
     }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return false;
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) return false;
-    if (fds[1].revents != 0) return false;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return ReadResult::kStopped;
+    if (!wait) return ReadResult::kNothing;
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) return ReadResult::kStopped;
+    if (fds[1].revents != 0) return ReadResult::kStopped;
   }
 }
 
@@ -85,34 +87,42 @@ void FillerPool::serve() {
       lock.unlock();
       serve_fault(fault, io_buffer);
       lock.lock();
-    } else if (!reader_active_) {
+      continue;
+    }
+    if (!reader_active_) {
+      // Wait on the userfaultfd only when there is no read-ahead to do meanwhile.
       reader_active_ = true;
+      bool wait = speculative_.empty();
       lock.unlock();
-      bool got = read_faults(messages, batch);
+      ReadResult result = read_faults(messages, batch, wait);
       lock.lock();
       reader_active_ = false;
-      if (!got) break;
-      faults_.insert(faults_.end(), batch.begin() + 1, batch.end());
-      // One idle filler takes over as reader; the others take the rest of the batch.
-      if (idle_fillers_ > 0) {
-        if (batch.size() > 1) idle_.notify_all();
-        else idle_.notify_one();
+      if (result == ReadResult::kStopped) break;
+      if (result == ReadResult::kFaults) {
+        faults_.insert(faults_.end(), batch.begin() + 1, batch.end());
+        // One idle filler takes over as reader; the others take the rest of the batch.
+        if (idle_fillers_ > 0) {
+          if (batch.size() > 1) idle_.notify_all();
+          else idle_.notify_one();
+        }
+        lock.unlock();
+        serve_fault(batch.front(), io_buffer);
+        lock.lock();
+        continue;
       }
-      lock.unlock();
-      serve_fault(batch.front(), io_buffer);
-      lock.lock();
-    } else if (!speculative_.empty()) {
+    }
+    if (!speculative_.empty()) {
       PageRef page = std::move(speculative_.front());
       speculative_.pop_front();
       lock.unlock();
       paging_.fill(page.region, page.page, false, true, io_buffer);
       page.region.reset();
       lock.lock();
-    } else {
-      ++idle_fillers_;
-      idle_.wait(lock);
-      --idle_fillers_;
+      continue;
     }
+    ++idle_fillers_;
+    idle_.wait(lock);
+    --idle_fillers_;
   }
   // The reader that saw the stop event leaves; wake the others so they see it too.
   stopped_ = true;

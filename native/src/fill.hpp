@@ -38,9 +38,11 @@ class FillerPool {
     std::chrono::steady_clock::time_point read_at;
   };
 
+  enum class ReadResult { kFaults, kNothing, kStopped };
+
   void serve();
-  // Waits for fault events as the reader; false when the pool stops.
-  bool read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults);
+  // Reads fault events as the reader; waits for them only when `wait`.
+  ReadResult read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults, bool wait);
   void serve_fault(const Fault& fault, char* io_buffer);
 
   const Config& config_;
