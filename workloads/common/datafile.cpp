@@ -92,11 +92,4 @@ void read_file(const std::string& path, const ChunkReader& reader, std::size_t a
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
-void drop_from_page_cache(const std::string& path) {
-  Descriptor file{::open(path.c_str(), O_RDWR)};
-  if (file.fd < 0) return;
-  ::fdatasync(file.fd);
-  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
-}
-
 }  // namespace workloads

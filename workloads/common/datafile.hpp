@@ -36,7 +36,4 @@ using ChunkReader = std::function<void(std::uint64_t offset, const char* data, s
 // it from the page cache.
 void read_file(const std::string& path, const ChunkReader& reader, std::size_t align = 8);
 
-// Asks the kernel to forget the file's cached pages (written pages are synced first).
-void drop_from_page_cache(const std::string& path);
-
 }  // namespace workloads

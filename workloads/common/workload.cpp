@@ -30,18 +30,7 @@ Settings read_common_options(const Options& options) {
   return settings;
 }
 
-void print_result(const std::string& program, const Settings& settings, const Result& result) {
-  std::printf("{\"metric\": %s, \"value\": %.9g, \"goal\": %s, \"mode\": %s, \"check\": %s, \"workload\": %s, "
-              "\"threads\": %u, \"checksum\": %s, \"stats\": %s}\n",
-              json_string(result.metric).c_str(), result.value, json_string(result.goal).c_str(),
-              json_string(backend_name(settings.backend)).c_str(), json_string(result.check).c_str(),
-              json_string(program).c_str(), settings.threads, json_string(result.checksum).c_str(),
-              result.stats.empty() ? "null" : result.stats.c_str());
-  std::fflush(stdout);
-}
-
-}  // namespace
-
+// A string as a JSON string literal.
 std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
@@ -58,6 +47,18 @@ std::string json_string(const std::string& text) {
   }
   return out + "\"";
 }
+
+void print_result(const std::string& program, const Settings& settings, const Result& result) {
+  std::printf("{\"metric\": %s, \"value\": %.9g, \"goal\": %s, \"mode\": %s, \"check\": %s, \"workload\": %s, "
+              "\"threads\": %u, \"checksum\": %s, \"stats\": %s}\n",
+              json_string(result.metric).c_str(), result.value, json_string(result.goal).c_str(),
+              json_string(backend_name(settings.backend)).c_str(), json_string(result.check).c_str(),
+              json_string(program).c_str(), settings.threads, json_string(result.checksum).c_str(),
+              result.stats.empty() ? "null" : result.stats.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
 
 int workload_main(Options& options, int argc, char** argv, const WorkloadBody& body) {
   add_common_options(options);

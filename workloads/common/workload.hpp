@@ -44,7 +44,4 @@ using WorkloadBody = std::function<Result(const Options&, const Settings&)>;
 // "stats": ...}. Returns the exit status: 0, 1 for a failed check or an error, 2 for bad usage.
 int workload_main(Options& options, int argc, char** argv, const WorkloadBody& body);
 
-// A string as a JSON string literal.
-std::string json_string(const std::string& text);
-
 }  // namespace workloads
