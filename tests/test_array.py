@@ -21,6 +21,14 @@ def userfaultfd_problem():
 pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
                                 reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
 
+
+def run_python(script, cwd, prefix=(), env=None):
+    """`script` in a new interpreter importing this same autopager (the installed one or the tree's)."""
+    package_root = os.path.dirname(os.path.dirname(autopager.__file__))
+    env = {**os.environ, **(env or {}), "PYTHONPATH": package_root}
+    return subprocess.run([*prefix, sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
 SMALL = {"page_size": 4096, "buffer_size": "256KiB", "fillers": 2, "evictors": 1}
 
 
@@ -142,7 +150,8 @@ def test_writes_persist_after_interpreter_exit(tmp_path, pager):
         a[:] = np.arange(200_000)
         b = a[::2]  # a live view at exit
     """)
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    result = run_python(script, tmp_path)
+    assert result.returncode == 0, result.stderr
     assert np.array_equal(np.fromfile(path, dtype=np.int32), np.arange(200_000))
 
 

@@ -24,6 +24,14 @@ pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
                                 reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
 
 
+def run_python(script, cwd, prefix=(), env=None):
+    """`script` in a new interpreter importing this same autopager (the installed one or the tree's)."""
+    package_root = os.path.dirname(os.path.dirname(autopager.__file__))
+    env = {**os.environ, **(env or {}), "PYTHONPATH": package_root}
+    return subprocess.run([*prefix, sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
 @pytest.fixture
 def path(tmp_path):
     path = tmp_path / "data.bin"
@@ -69,8 +77,7 @@ def test_a_mode_the_file_permissions_forbid(tmp_path, mode):
         except PermissionError as error:
             print(error)
     """)
-    result = subprocess.run([*drop, sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    result = run_python(script, tmp_path, prefix=drop)
     assert "permission denied" in result.stdout and "readonly.bin" in result.stdout, result.stderr
     assert "mode 'r' (read-only) or 'c' (copy-on-write)" in result.stdout
 
@@ -161,7 +168,6 @@ def test_userfaultfd_unavailable(path):
         except OSError as error:
             print(type(error).__name__, error)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    result = run_python(script, path.parent)
     assert "PermissionError" in result.stdout, result.stderr
     assert "userfaultfd is not permitted" in result.stdout and "vm.unprivileged_userfaultfd=1" in result.stdout

@@ -20,6 +20,14 @@ def userfaultfd_problem():
 pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
                                 reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
 
+
+def run_python(script, cwd, prefix=(), env=None):
+    """`script` in a new interpreter importing this same autopager (the installed one or the tree's)."""
+    package_root = os.path.dirname(os.path.dirname(autopager.__file__))
+    env = {**os.environ, **(env or {}), "PYTHONPATH": package_root}
+    return subprocess.run([*prefix, sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=60)
+
 STATS = {"read_faults", "write_faults", "fills", "bytes_read", "evictions", "write_backs", "bytes_written",
          "write_errors", "resident_pages", "dirty_pages", "fault_service_mean_us", "fault_service_p99_us"}
 
@@ -94,9 +102,8 @@ def test_arrays_without_parameters_share_the_default_pager(path):
 def test_the_environment_configures_the_default_pager(path):
     script = ("import autopager; p = autopager.default_pager(); "
               "print(p.config['page_size'], p.config['fillers'], p.config['buffer_size'])")
-    env = {**os.environ, "UMAP_PAGESIZE": "16384", "UMAP_PAGE_FILLERS": "3", "UMAP_BUFSIZE": "100",
-           "PYTHONPATH": os.pathsep.join(sys.path)}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    result = run_python(script, path.parent, env={"UMAP_PAGESIZE": "16384", "UMAP_PAGE_FILLERS": "3",
+                                                  "UMAP_BUFSIZE": "100"})
     assert result.stdout.split() == ["16384", "3", str(100 * 16384)], result.stderr
 
 
