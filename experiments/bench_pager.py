@@ -26,6 +26,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import platform
 import shutil
@@ -201,15 +202,25 @@ def run_spec(a, spec: Spec) -> dict:
     if spec.kind == "floor":  # the names fault_bench uses, so that both fill the same columns
         result.update(pages_per_s=result["faults_per_s"], us_per_page=result["us_per_fault"],
                       touch_p50_us=result["p50_us"], touch_p99_us=result["p99_us"],
-                      cpu_us_per_page=result["cpu_us_per_fault"])
+                      cpu_us_per_page=result["cpu_us_per_fault"], switches_per_page=result["switches_per_fault"])
     return result
 
 
+def pressure(resource: str) -> float:
+    """Share of the last 10 s in which some task waited for `resource` (Linux PSI), in %."""
+    try:
+        with open(f"/proc/pressure/{resource}") as f:
+            return float(f.readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def run_measured(a, spec: Spec) -> dict:
-    """run_spec, with the machine's load (other users of the 2 CPUs) before and after the run."""
+    """run_spec, with how busy the machine was (other users of its 2 CPUs and its disk) around the run."""
     load_before = os.getloadavg()[0]
     result = run_spec(a, spec)
-    result["load_before"], result["load_after"] = load_before, os.getloadavg()[0]
+    result.update(load_before=load_before, load_after=os.getloadavg()[0], io_pressure=pressure("io"),
+                  cpu_pressure=pressure("cpu"))
     return result
 
 
@@ -219,15 +230,25 @@ CSV_FIELDS = ["rep", "section", "row", "column", "bench", "backend", "store", "p
               "fillers", "page_size", "read_ahead", "prefetch", "iodepth", "seconds", "pages", "pages_per_s",
               "mb_per_s", "us_per_page", "us_per_fault", "fault_service_mean_us", "fault_service_p99_us",
               "read_faults", "fills", "evictions", "major_faults", "cpu_user_s", "cpu_system_s", "cpu_us_per_page",
-              "load_before", "load_after", "error", "command"]
+              "switches_per_page", "load_before", "load_after", "io_pressure", "cpu_pressure", "error", "command"]
 
 
 class Results:
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, rows: list[dict] | None = None):
         self.out = out
-        self.rows: list[dict] = []
-        out.mkdir(parents=True, exist_ok=True)
-        self.jsonl = open(out / "runs.jsonl", "w")
+        self.rows: list[dict] = rows or []
+        self.jsonl = None
+
+    def start(self) -> None:
+        """Begins a new run: empty results, runs.jsonl written from scratch."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.rows = []
+        self.jsonl = open(self.out / "runs.jsonl", "w")
+
+    @classmethod
+    def load(cls, out: Path) -> "Results":
+        with open(out / "runs.jsonl") as f:
+            return cls(out, [json.loads(line) for line in f if line.strip()])
 
     def add(self, rep: int, spec: Spec, result: dict) -> None:
         row = {"rep": rep, "section": spec.section, "row": spec.row, "column": spec.column, **result}
@@ -254,6 +275,9 @@ class Results:
         d = self.values(*den, metric_den or metric_num)
         r = [n[k] / d[k] for k in n if k in d and d[k]]
         return statistics.median(r) if r else None
+
+
+METRIC_LABELS = {"touch_p50_us": "p50 µs", "cpu_us_per_page": "CPU µs", "switches_per_page": "switches"}
 
 
 def fmt(v, digits=0) -> str:
@@ -290,12 +314,12 @@ def floor_section(res: Results, targets: list) -> str:
         rows.append([f"{r} ({place})", fmt(res.median(*cell, "us_per_page"), 1),
                      fmt(res.median(*cell, "touch_p50_us"), 1), fmt(res.median(*cell, "touch_p99_us"), 1),
                      fmt(res.median(*cell, "fault_service_mean_us"), 1), fmt(res.median(*cell, "cpu_us_per_page"), 1),
-                     fmt(mean_ratio, 2), fmt(p50_ratio, 2)])
+                     fmt(res.median(*cell, "switches_per_page"), 2), fmt(mean_ratio, 2), fmt(p50_ratio, 2)])
         if r == "pager, fillers 1" and mean_ratio is not None:
             targets.append([f"memory store, 4 KiB fault, fillers 1 ({place}): within {FLOOR_TARGET}x of the floor",
                             f"{mean_ratio:.2f}x mean, {p50_ratio:.2f}x p50", verdict(mean_ratio <= FLOOR_TARGET)])
     out.append(table(["configuration", "mean µs per fault", "p50 µs", "p99 µs", "pager's service mean µs",
-                      "CPU µs per fault (all threads)", "x floor (mean)", "x floor (p50)"], rows))
+                      "CPU µs per fault (all threads)", "context switches per fault", "x floor (mean)", "x floor (p50)"], rows))
     scan_rows = [x for x in res.rows if x["section"] == "memory-scan"]
     scan_cols = list(dict.fromkeys(x["column"] for x in scan_rows))
     scan = [[r] + [fmt(res.median("memory-scan", r, c, "mb_per_s")) for c in scan_cols]
@@ -324,7 +348,8 @@ def random_section(res: Results, targets: list) -> str:
     detail_cols = [("fio", "touch_p50_us"), ("pager T=1", "touch_p50_us"), ("pager T=F", "touch_p50_us"),
                    ("mmap-private T=F", "touch_p50_us"), ("fio", "cpu_us_per_page"),
                    ("pager T=1", "cpu_us_per_page"), ("pager T=F", "cpu_us_per_page"),
-                   ("mmap-private T=F", "cpu_us_per_page")]
+                   ("mmap-private T=F", "cpu_us_per_page"), ("pager T=F", "switches_per_page"),
+                   ("mmap-private T=F", "switches_per_page")]
     detail = [[f] + [fmt(res.median("random", f, c, m), 1) for c, m in detail_cols]
               for f in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "random")]
     return "\n".join([
@@ -336,9 +361,9 @@ def random_section(res: Results, targets: list) -> str:
         "keeps F reads in flight). A prefetching thread also has its demand fault in flight, so 'prefetch F' may "
         "have up to F+1 reads outstanding.", "",
         table(["F"] + cols + ["T=F / fio", "T=1 / fio", "prefetch F / fio"], rows), "",
-        "Latency of one read or fault (p50, µs; fio: completion latency) and CPU time per page over all threads "
-        "(µs; in this VM every I/O also pays virtio exits, fio included):", "",
-        table(["F"] + [f"{c} {'p50' if m == 'touch_p50_us' else 'CPU'}" for c, m in detail_cols], detail)])
+        "Latency of one read or fault (p50, µs; fio: completion latency), CPU time per page over all threads "
+        "(µs; in this VM every I/O also pays virtio exits, fio included) and context switches per page:", "",
+        table(["F"] + [f"{c} {METRIC_LABELS[m]}" for c, m in detail_cols], detail)])
 
 
 def sequential_section(res: Results, targets: list) -> str:
@@ -365,7 +390,20 @@ def sequential_section(res: Results, targets: list) -> str:
         table(["baseline", "MB/s"], other)])
 
 
-def write_report(a, res: Results, started: str) -> str:
+def run_metadata(a) -> dict:
+    """What a report says about the run besides its results; kept in meta.json beside them."""
+    return {
+        "started": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "host": f"{platform.node()}: {os.cpu_count()} CPUs, "
+                f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB RAM, "
+                f"kernel {platform.release()}",
+        "commit": a.commit + (" (binaries not rebuilt: --no-build)" if a.no_build else ""),
+        "file_size": a.file_size, "buffer_mib": a.buffer_mib, "seconds": a.seconds, "reps": a.reps,
+        "fio_engine": a.fio_engine, "nice": a.nice, "command": " ".join(sys.argv),
+    }
+
+
+def write_report(meta: dict, res: Results) -> str:
     targets: list = []
     parts = []
     sections = set(x["section"] for x in res.rows)
@@ -375,21 +413,24 @@ def write_report(a, res: Results, started: str) -> str:
         parts.append(random_section(res, targets))
     if "sequential" in sections:
         parts.append(sequential_section(res, targets))
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     loads = [r[k] for r in res.rows for k in ("load_before", "load_after") if k in r]
+    io_pressure = [r["io_pressure"] for r in res.rows if not math.isnan(r.get("io_pressure", math.nan))]
+    busy = (f"1-minute load average during the runs (other users of the 2 CPUs): "
+            f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}")
+    if io_pressure:
+        busy += (f"; disk pressure (PSI io some, avg10) "
+                 f"{min(io_pressure):.0f}% to {max(io_pressure):.0f}%")
     head = [
         "# Benchmark of the native pager (issue 2)", "",
-        f"Run {started} UTC on {platform.node()}: {os.cpu_count()} CPUs, "
-        f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GIB:.0f} GiB RAM, kernel {platform.release()}, "
-        f"commit {commit}. Data file {size_text(a.file_size)}, pager buffer {a.buffer_mib} MiB, "
-        f"{a.seconds} s a run, {a.reps} repetitions (medians), fio engine {a.fio_engine}, runs at nice {a.nice}. "
-        f"1-minute load average during the runs (other users of the 2 CPUs): "
-        f"{min(loads, default=0):.1f} to {max(loads, default=0):.1f}.", "",
-        f"Command: `{' '.join(sys.argv)}`. Raw runs: pager_bench.csv, runs.jsonl.", "",
+        f"Run {meta['started']} UTC on {meta['host']}, commit {meta['commit']}. "
+        f"Data file {size_text(meta['file_size'])}, pager buffer {meta['buffer_mib']} MiB, {meta['seconds']} s a run, "
+        f"{meta['reps']} repetitions (medians), fio engine {meta['fio_engine']}, runs at nice {meta['nice']}. "
+        f"{busy}. Other sessions ran tests and benchmarks on the same CPUs and disk meanwhile: read the "
+        f"same-repetition ratios, the CPU time and the context switches per fault rather than the absolute rates.", "",
+        f"Command: `{meta['command']}`. Raw runs: pager_bench.csv, runs.jsonl.", "",
         "## Targets", "", table(["target", "measured", "verdict"], targets), ""]
     text = "\n".join(head + ["\n\n".join(parts), ""])
-    (a.out / "README.md").write_text(text)
+    (res.out / "README.md").write_text(text)
     return text
 
 
@@ -404,6 +445,15 @@ def build(a) -> None:
                        check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", str(build_dir), "--target", "fault_bench", "uffd_floor"], check=True,
                    stdout=subprocess.DEVNULL)
+
+
+def source_commit() -> str:
+    """HEAD, marked dirty when the pager's or the benchmark's sources differ from it."""
+    git = ["git", "-C", str(REPO)]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "native", "experiments/pager"], capture_output=True,
+                           text=True).stdout.strip()
+    return head + ("-dirty" if dirty else "")
 
 
 def make_data_file(path: Path, size: int) -> None:
@@ -444,6 +494,8 @@ def parse_args(argv=None):
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in --build-dir")
     ap.add_argument("--nice", type=int, default=-10,
                     help="niceness of the runs: other users of the 2 CPUs disturb the figures less (0: leave it)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="rewrite README.md from the runs.jsonl and meta.json already in --out, running nothing")
     ap.add_argument("--out", default=None, help="results folder (default experiments/results/pager, or .../quick)")
     a = ap.parse_args(argv)
     if a.quick:
@@ -461,22 +513,28 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.report_only:
+        print(write_report(json.loads((a.out / "meta.json").read_text()), Results.load(a.out)))
+        return 0
     if os.geteuid() != 0:
         sys.exit("bench_pager: run as root (drop_caches, userfaultfd)")
     if not shutil.which("fio"):
         sys.exit("bench_pager: fio is missing (apt-get install -y fio)")
+    a.commit = source_commit()
     if not a.no_build:
         build(a)
     a.fio_engine = fio_engine()
     if a.nice:
         os.nice(a.nice)  # inherited by every run
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    meta = run_metadata(a)
     plan = make_plan(a)
     needs_file = any(s.section in ("random", "sequential") for s in plan.specs)
     if needs_file:
         print(f"writing {size_text(a.file_size)} to {a.data_file}", flush=True)
         make_data_file(Path(a.data_file), a.file_size)
     res = Results(a.out)
+    res.start()
+    (a.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     try:
         for rep in range(a.reps):
             for i, spec in enumerate(plan.specs):
@@ -492,11 +550,11 @@ def main(argv=None) -> int:
                       f"{spec.column}: {result.get('pages_per_s', result.get('faults_per_s', 0)):,.0f} pages/s, "
                       f"{result.get('mb_per_s', 0):,.1f} MB/s, "
                       f"{result.get('us_per_page', result.get('us_per_fault', 0)):.1f} µs", flush=True)
-            write_report(a, res, started)
+            write_report(meta, res)
     finally:
         if needs_file and not a.keep_data:
             Path(a.data_file).unlink(missing_ok=True)
-    print(write_report(a, res, started))
+    print(write_report(meta, res))
     return 0
 
 

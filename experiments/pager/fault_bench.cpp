@@ -20,6 +20,7 @@ namespace {
 struct ProcessUsage {
   std::uint64_t major_faults = 0;
   std::uint64_t minor_faults = 0;
+  std::uint64_t context_switches = 0;  // voluntary and involuntary
   double user_s = 0;
   double system_s = 0;
 };
@@ -29,8 +30,8 @@ double seconds_of(const timeval& t) { return static_cast<double>(t.tv_sec) + sta
 ProcessUsage process_usage() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return {static_cast<std::uint64_t>(u.ru_majflt), static_cast<std::uint64_t>(u.ru_minflt), seconds_of(u.ru_utime),
-          seconds_of(u.ru_stime)};
+  return {static_cast<std::uint64_t>(u.ru_majflt), static_cast<std::uint64_t>(u.ru_minflt),
+          static_cast<std::uint64_t>(u.ru_nvcsw + u.ru_nivcsw), seconds_of(u.ru_utime), seconds_of(u.ru_stime)};
 }
 
 }  // namespace
@@ -64,6 +65,9 @@ int main(int argc, char** argv) try {
       .add("touch_p99_us", r.p99_us)
       .add("major_faults", after.major_faults - before.major_faults)
       .add("minor_faults", after.minor_faults - before.minor_faults)
+      .add("switches_per_page", r.pages ? static_cast<double>(after.context_switches - before.context_switches) /
+                                              static_cast<double>(r.pages)
+                                        : 0.0)
       .add("cpu_user_s", after.user_s - before.user_s)
       .add("cpu_system_s", after.system_s - before.system_s)
       .add("cpu_us_per_page", r.pages ? (after.user_s + after.system_s - before.user_s - before.system_s) * 1e6 /

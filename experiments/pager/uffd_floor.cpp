@@ -186,12 +186,17 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// CPU seconds (user + system) this process has used so far, over all its threads.
-double cpu_seconds() {
+// CPU seconds (user + system) and context switches of this process so far, over all its threads.
+struct Usage {
+  double cpu_seconds;
+  double switches;
+};
+
+Usage usage() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
-  return s(u.ru_utime) + s(u.ru_stime);
+  return {s(u.ru_utime) + s(u.ru_stime), static_cast<double>(u.ru_nvcsw + u.ru_nivcsw)};
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -232,7 +237,7 @@ int main(int argc, char** argv) try {
     else serve_through_worker(installer, pages, opt.handoff == HandoffMode::spin);
   });
   std::uint64_t checksum = 0;
-  const double cpu_start = cpu_seconds();
+  const Usage before = usage();
   const auto start = Clock::now();
   for (std::size_t i = 0; i < pages; ++i) {
     const char* first = region + order[i] * page;
@@ -243,7 +248,7 @@ int main(int argc, char** argv) try {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   handler.join();
-  const double cpu = cpu_seconds() - cpu_start;
+  const Usage after = usage();
 
   std::uint64_t expected = 0;
   for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
@@ -253,10 +258,11 @@ int main(int argc, char** argv) try {
   std::printf(
       "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
       "\"seconds\": %.6f, \"faults_per_s\": %.1f, \"mb_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, "
-      "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f}\n",
+      "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f, \"switches_per_fault\": %.3f}\n",
       name(opt.handoff), opt.sequential ? "sequential" : "random", pages, page, seconds, n / seconds,
       static_cast<double>(bytes) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
-      percentile(latency_us, 0.99), cpu * 1e6 / n);
+      percentile(latency_us, 0.99), (after.cpu_seconds - before.cpu_seconds) * 1e6 / n,
+      (after.switches - before.switches) / n);
   close(uffd);
   return 0;
 } catch (const std::exception& e) {
