@@ -93,6 +93,8 @@ def make_plan(a) -> Plan:
                   mib + ("--handoff", "sleep"), pinned=place == "1 CPU", disk=False)
         p.add("floor", "floor + one hand-off to a spinning worker", "any CPU", "floor",
               mib + ("--handoff", "spin"), disk=False)
+        p.add("floor", "floor with 4 handlers each waiting on the userfaultfd (EPOLLEXCLUSIVE)", "any CPU", "floor",
+              mib + ("--handlers", "4"), disk=False)
 
     if "memory" in sections:
         def memory(size_mib: int, buffer_mib: int, page_size: int, pattern: str) -> tuple:
@@ -302,7 +304,8 @@ def floor_section(res: Results, targets: list) -> str:
            "mean = run time / faults, p50 and p99 of the time of one touch. "
            "'any CPU': the scheduler places the threads; '1 CPU': the whole process pinned to CPU 0 "
            "(no cross-CPU wake-ups). Ratios: over the floor in the same repetition and placement. "
-           "The hand-off rows are the floor plus what a fault reader passing the event to a filler adds.", ""]
+           "The hand-off rows are the floor plus what a fault reader passing the event to a filler adds; the "
+           "EPOLLEXCLUSIVE row is a pool of handlers sharing the reading with no hand-off.", ""]
     rows = []
     cells = list(dict.fromkeys((x["section"], x["row"], x["column"]) for x in res.rows
                                if x["section"] in ("floor", "memory")))
@@ -458,7 +461,9 @@ def source_commit() -> str:
 
 def make_data_file(path: Path, size: int) -> None:
     if path.exists() and path.stat().st_size == size:
+        print(f"using the data file {path} ({size_text(size)})", flush=True)
         return
+    print(f"writing {size_text(size)} to {path}", flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     chunk = 4 * MIB
     with open(path, "wb") as f:
@@ -530,7 +535,6 @@ def main(argv=None) -> int:
     plan = make_plan(a)
     needs_file = any(s.section in ("random", "sequential") for s in plan.specs)
     if needs_file:
-        print(f"writing {size_text(a.file_size)} to {a.data_file}", flush=True)
         make_data_file(Path(a.data_file), a.file_size)
     res = Results(a.out)
     res.start()

@@ -9,10 +9,12 @@
 // sleeping), which does the UFFDIO_COPY. It decomposes the pager's cost; the floor itself is `none`.
 //
 // Usage: uffd_floor [--mib M] [--page-size BYTES] [--order random|sequential] [--seed S]
-//                   [--handoff none|sleep|spin]
+//                   [--handoff none|sleep|spin | --handlers N]
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -138,12 +140,61 @@ void serve_through_worker(const Installer& in, std::size_t faults, bool spin) {
   worker.join();
 }
 
+// N handlers, each waiting on the (now non-blocking) userfaultfd through its own epoll set with
+// EPOLLEXCLUSIVE; the one that serves the last fault signals `done` to the others.
+void serve_exclusive(const Installer& in, std::size_t faults, unsigned handlers) {
+  if (fcntl(in.uffd, F_SETFL, fcntl(in.uffd, F_GETFL) | O_NONBLOCK) != 0) fail("fcntl(O_NONBLOCK)");
+  const int done = eventfd(0, EFD_CLOEXEC);
+  if (done < 0) fail("eventfd");
+  std::atomic<std::size_t> served{0};
+  auto handler = [&] {
+    const int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) fail("epoll_create1");
+    epoll_event fault_event{};
+    fault_event.events = EPOLLIN | EPOLLEXCLUSIVE;
+    fault_event.data.fd = in.uffd;
+    epoll_event done_event{};
+    done_event.events = EPOLLIN;
+    done_event.data.fd = done;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, in.uffd, &fault_event) != 0 || epoll_ctl(ep, EPOLL_CTL_ADD, done, &done_event) != 0)
+      fail("epoll_ctl");
+    for (;;) {
+      uffd_msg msg;
+      const ssize_t n = read(in.uffd, &msg, sizeof msg);
+      if (n == static_cast<ssize_t>(sizeof msg)) {
+        if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
+        in.install(static_cast<std::uintptr_t>(msg.arg.pagefault.address));
+        if (served.fetch_add(1) + 1 == faults) {
+          const std::uint64_t one = 1;
+          if (write(done, &one, sizeof one) != sizeof one) fail("write(eventfd)");
+        }
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EINTR) fail("read(userfaultfd)");
+      epoll_event ready[2];
+      const int k = epoll_wait(ep, ready, 2, -1);
+      if (k < 0 && errno != EINTR) fail("epoll_wait");
+      for (int i = 0; i < k; ++i) {
+        if (ready[i].data.fd == done) {
+          close(ep);
+          return;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 0; i < handlers; ++i) pool.emplace_back(handler);
+  for (auto& t : pool) t.join();
+  close(done);
+}
+
 enum class HandoffMode { none, sleep, spin };
 
 struct Options {
   std::size_t mib = 256;
   std::size_t page_size = 0;  // 0: the system page
   bool sequential = false;
+  unsigned handlers = 1;
   unsigned seed = 1;
   HandoffMode handoff = HandoffMode::none;
 };
@@ -166,6 +217,7 @@ Options parse(int argc, char** argv) {
     if (a == "--mib") o.mib = std::stoull(v);
     else if (a == "--page-size") o.page_size = std::stoull(v);
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(v));
+    else if (a == "--handlers") o.handlers = static_cast<unsigned>(std::stoul(v));
     else if (a == "--order") {
       if (v != "random" && v != "sequential") throw std::invalid_argument("--order is random or sequential, not " + v);
       o.sequential = v == "sequential";
@@ -176,13 +228,16 @@ Options parse(int argc, char** argv) {
       else throw std::invalid_argument("--handoff is none, sleep or spin, not " + v);
     } else {
       throw std::invalid_argument("unknown option " + a +
-                                  " (use --mib M, --page-size BYTES, --order random|sequential, --seed S, --handoff MODE)");
+                                  " (use --mib M, --page-size BYTES, --order random|sequential, --seed S, --handoff MODE, "
+                                  "--handlers N)");
     }
   }
   const std::size_t system_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   if (o.page_size == 0) o.page_size = system_page;
   if (o.page_size % system_page != 0 || (o.mib << 20) % o.page_size != 0 || o.mib == 0)
     throw std::invalid_argument("--page-size must be a multiple of the system page that divides --mib MiB");
+  if (o.handlers == 0 || (o.handlers > 1 && o.handoff != HandoffMode::none))
+    throw std::invalid_argument("--handlers is at least 1, and more than 1 only without --handoff");
   return o;
 }
 
@@ -233,7 +288,8 @@ int main(int argc, char** argv) try {
 
   const Installer installer{uffd, region, source, page};
   std::thread handler([&] {
-    if (opt.handoff == HandoffMode::none) serve_directly(installer, pages);
+    if (opt.handlers > 1) serve_exclusive(installer, pages, opt.handlers);
+    else if (opt.handoff == HandoffMode::none) serve_directly(installer, pages);
     else serve_through_worker(installer, pages, opt.handoff == HandoffMode::spin);
   });
   std::uint64_t checksum = 0;
@@ -256,10 +312,10 @@ int main(int argc, char** argv) try {
 
   const double n = static_cast<double>(pages);
   std::printf(
-      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
+      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"handlers\": %u, \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
       "\"seconds\": %.6f, \"faults_per_s\": %.1f, \"mb_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, "
       "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f, \"switches_per_fault\": %.3f}\n",
-      name(opt.handoff), opt.sequential ? "sequential" : "random", pages, page, seconds, n / seconds,
+      name(opt.handoff), opt.handlers, opt.sequential ? "sequential" : "random", pages, page, seconds, n / seconds,
       static_cast<double>(bytes) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
       percentile(latency_us, 0.99), (after.cpu_seconds - before.cpu_seconds) * 1e6 / n,
       (after.switches - before.switches) / n);
