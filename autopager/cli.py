@@ -51,7 +51,8 @@ def hydra_message(error: Exception) -> str:
     missing = re.search(r"Could not find '([^/']+)/([^']+)'", text)
     if missing:
         group, option = missing.groups()
-        return f"unknown {group} {option!r}; the {group}s are: {', '.join(available(group))}"
+        plural = {"strategy": "strategies", "space": "spaces"}.get(group, group + "s")
+        return f"unknown {group} {option!r}; the {plural} are: {', '.join(available(group))}"
     mandatory = re.search(r"You must specify '([^']+)'", text)
     if mandatory:
         group = mandatory.group(1)
@@ -70,6 +71,17 @@ def hydra_message(error: Exception) -> str:
     return text.splitlines()[0] + cause if text else f"bad configuration{cause}"
 
 
+def whole_ranges(overrides: Sequence[str]) -> list[str]:
+    """``space.P={...}`` replaces P's range: Hydra would merge the mappings, so clear P first."""
+    result = []
+    for override in overrides:
+        match = re.match(r"^(space\.\w+)=\{", override)
+        if match:
+            result.append(f"{match.group(1)}=null")
+        result.append(override)
+    return result
+
+
 def compose(overrides: Sequence[str]) -> tuple[DictConfig, dict[str, str]]:
     """The resolved configuration for the overrides, and the chosen option of each group."""
     from hydra import compose as hydra_compose, initialize_config_dir
@@ -78,7 +90,7 @@ def compose(overrides: Sequence[str]) -> tuple[DictConfig, dict[str, str]]:
     register_resolvers()
     try:
         with initialize_config_dir(str(config_dir()), version_base=None, job_name="autopager"):
-            config = hydra_compose("config", overrides=list(overrides), return_hydra_config=True)
+            config = hydra_compose("config", overrides=whole_ranges(overrides), return_hydra_config=True)
     except HydraException as error:
         raise ConfigError(hydra_message(error)) from None
     choices = {group: option for group, option in config.hydra.runtime.choices.items()

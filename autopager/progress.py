@@ -19,11 +19,11 @@ def speedup(value: float, reference: float, goal: str) -> float:
 
 
 class Progress:
-    def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO = sys.stdout):
+    def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO | None = None):
         self.metric = metric
         self.goal = goal
         self.searched = list(searched)
-        self.out = out
+        self.out = out or sys.stdout
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)

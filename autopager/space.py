@@ -123,7 +123,10 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
     step = 1 if step is None else parse_size(step) if name in SIZES else step
     if not isinstance(step, int) or step < 1:
         raise ConfigError(f"space.{name}.step must be a positive integer, not {step!r}")
-    return Dimension(name, tuple(range(low, high + 1, step)), linear=True)
+    values = tuple(range(low, high + 1, step))
+    if name == "page_size":  # every page size must be a power-of-two multiple: search only the sampled ones
+        return Dimension(name, tuple(parse_value(name, v) for v in values), linear=False)
+    return Dimension(name, values, linear=True)
 
 
 class Space:
@@ -134,7 +137,8 @@ class Space:
         if unknown:
             raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; the parameters are: "
                               f"{', '.join(PARAMETERS)}")
-        self.defaults = {name: parse_value(name, defaults[name]) for name in PARAMETERS if name in defaults}
+        self.defaults = {name: parse_value(name, defaults[name]) for name in PARAMETERS
+                         if defaults.get(name) is not None}
         self.fixed: Params = {}
         self.dimensions: dict[str, Dimension] = {}
         for name in PARAMETERS:

@@ -159,21 +159,18 @@ class Study:
         prepared = self.runner.prepare()
         if not prepared.ok:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
+        default = next(iter(self.ok_rows("default")), None)
+        if default is None:
+            default = self.measure(self.baseline, "default", self.timeout(None))
+            self.report(default, None)
+            if default["status"] != "ok":
+                raise StudyError(f"the defaults' run failed: {default['error']}\n"
+                                 f"{default['stderr_tail'] or ''}".rstrip())
         strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                  int(self.config.seed))
         for row in self.table.rows:
             strategy.tell(row_params(row), row["value"] if row["status"] == "ok" else None)
-        planned = strategy.planned_trials()
-        limit = self.trial_limit(planned)
-
-        default = next(iter(self.ok_rows("default")), None)
-        if default is None:
-            row = self.measure(self.baseline, "default", self.timeout(None))
-            self.report(row, limit)
-            if row["status"] != "ok":
-                raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
-            strategy.tell(row_params(row), row["value"])
-            default = row
+        limit = self.trial_limit(strategy.planned_trials())
         minutes = self.config.budget.minutes
         while limit is None or sum(row["kind"] == "search" for row in self.table.rows) < limit:
             if minutes is not None and self.tuning_seconds() >= 60 * minutes:

@@ -7,6 +7,7 @@ generate (the defaults' run, a resumed study's trials) are attached to its exper
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from typing import Any, Mapping
 
@@ -54,7 +55,11 @@ class AxStrategy(Strategy):
     def ask(self) -> Params | None:
         if self.client is None:
             return None
-        ((index, searched),) = self.client.get_next_trials(max_trials=1).items()
+        try:
+            ((index, searched),) = self.client.get_next_trials(max_trials=1).items()
+        except Exception as error:  # e.g. a small discrete space used up: end the study with the reason
+            print(f"autopager: Ax proposes no more trials: {error}", file=sys.stderr)
+            return None
         params = self.space.complete({name: int(value) for name, value in searched.items()})
         self.pending[key(params)] = index
         return params

@@ -1,0 +1,55 @@
+"""A study killed with SIGKILL resumes where it stopped: no finished trial is lost or run again."""
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from autopager.cli import main
+from conftest import autopager_process
+
+SYNTHETIC = ["workload=synthetic", "workload.size=20", "runner.page_cache=evict",
+             "space.page_size={min:16KiB,max:1MiB,factor:2}", "space.fillers={values:[1,4]}", "space.evictors=2",
+             "space.evict_high_water=80", "space.evict_low_water=50", "space.read_ahead=4"]
+PARAMS = ["page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead"]
+
+
+def rows(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+def kill_after(args, table: Path, count: int, limit: float = 300) -> pd.DataFrame:
+    """Start `autopager tune ARGS`, SIGKILL it once its table has `count` trials; the table at that moment."""
+    process = autopager_process("tune", *args)
+    deadline = time.monotonic() + limit
+    while len(rows(table)) < count:
+        if process.poll() is not None:
+            pytest.fail(f"the study ended before it could be killed: {process.communicate()}")
+        assert time.monotonic() < deadline, "the study made no progress"
+        time.sleep(0.05)
+    process.kill()
+    process.communicate()
+    assert process.returncode == -9
+    return rows(table)
+
+
+@pytest.mark.parametrize("strategy, extra, total", [
+    ("grid", [], 1 + 7 * 2),
+    ("ax", ["strategy.initialization_trials=3", "strategy.trials=6"], 1 + 6),
+])
+def test_a_killed_study_resumes_without_losing_a_trial(tuner_home, capsys, strategy, extra, total):
+    args = [*SYNTHETIC, f"strategy={strategy}", *extra]
+    table = Path(f"outputs/synthetic/{strategy}-size20/trials.csv")
+    before = kill_after(args, table, count=3)
+
+    assert main(["tune", *args]) == 0
+    after = rows(table)
+    assert f"resuming after {len(before)} trials" in capsys.readouterr().out
+    assert len(after) == total
+    pd.testing.assert_frame_equal(after.iloc[:len(before)], before)  # finished trials kept as they were
+    assert list(after.trial) == list(range(total)) and (after.kind == "search").sum() == total - 1
+    if strategy == "grid":
+        assert not after.duplicated(PARAMS).any()

@@ -1,0 +1,82 @@
+"""Each strategy tunes the synthetic workload (a real subprocess with a known optimum) through the CLI."""
+import pandas as pd
+import pytest
+
+from autopager.cli import main
+
+OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
+           "read_ahead": 4}
+# machine-independent: the same defaults and thread ranges whatever the cores
+COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "baseline.fillers=2",
+          "baseline.evictors=2", "baseline.max_fault_events=2", "space.fillers={min:1,max:8,factor:2}",
+          "space.evictors={min:1,max:8,factor:2}"]
+DEFAULTS_SECONDS = 0.001 * 13.866666  # the synthetic workload's slowdown at the defaults
+
+
+def tune(*overrides):
+    assert main(["tune", *COMMON, *overrides]) == 0
+
+
+def trials(study):
+    return pd.read_csv(f"outputs/synthetic/{study}/trials.csv")
+
+
+def best(table):
+    return table.loc[table[table.status == "ok"].value.idxmin()]
+
+
+def test_grid_measures_every_point_and_finds_the_optimum(tuner_home, capsys):
+    tune("strategy=grid", "space.page_size={min:64KiB,max:1MiB,factor:4}", "space.fillers={values:[2,4]}",
+         "space.evictors={values:[1,2]}", "space.evict_high_water={values:[60,80]}",
+         "space.evict_low_water={values:[50,70]}", "space.read_ahead=4")
+    table = trials("grid-size1")
+    assert len(table) == 1 + 3 * 2 * 2 * 3  # the watermark pairs: 50/60, 50/80, 70/80
+    assert table.kind[0] == "default" and table.value[0] == pytest.approx(DEFAULTS_SECONDS, rel=1e-3)
+    assert {k: best(table)[k] for k in OPTIMUM} == OPTIMUM
+    out = capsys.readouterr().out
+    assert "[ 36/36]" in out and "speedup over defaults:    13.87x" in out
+
+
+def test_coordinate_descent_finds_the_optimum_and_compares_with_page_size_only(tuner_home, capsys):
+    narrow = ["space.page_size={min:64KiB,max:1MiB,factor:2}", "space.read_ahead={values:[0,4]}",
+              "space.evict_high_water={min:60,max:100,step:10}", "space.evict_low_water={min:30,max:70,step:10}"]
+    tune("strategy=pagesize", *narrow)
+    pagesize = trials("pagesize-size1")
+    assert len(pagesize) == 1 + 5
+    assert best(pagesize).page_size == 256 << 10
+    assert (pagesize.loc[1:, ["fillers", "evict_high_water", "read_ahead"]] == [2, 90, 0]).all().all()
+    capsys.readouterr()
+
+    tune("strategy=coordinate", "strategy.max_sweeps=2", *narrow)
+    table = trials("coordinate-size1")
+    assert {k: best(table)[k] for k in OPTIMUM} == OPTIMUM
+    assert not table.duplicated(list(OPTIMUM)).any(), "a measured point was measured again"
+    out = capsys.readouterr().out
+    assert "speedup over page size:" in out and "speedup over defaults:" in out
+
+
+def test_ax_finds_the_best_region_within_its_budget(tuner_home, capsys):
+    tune("strategy=ax", "strategy.initialization_trials=5", "strategy.trials=12")
+    table = trials("ax-size1")
+    assert len(table) == 1 + 12
+    top = best(table)
+    assert top.value < DEFAULTS_SECONDS / 4, top  # the defaults are 13.9x off the optimum
+    assert 32 << 10 <= top.page_size <= 2 << 20
+    assert (table.evict_low_water < table.evict_high_water).all()
+    assert "profile:" in capsys.readouterr().out
+
+
+def test_random_and_default_strategies(tuner_home):
+    tune("strategy=random", "strategy.trials=5")
+    table = trials("random-size1")
+    assert len(table) == 6 and not table.duplicated(list(OPTIMUM)).any()
+    tune("strategy=default")
+    assert len(trials("default-size1")) == 1
+
+
+def test_budget_trials_caps_and_extends_a_study(tuner_home):
+    tune("strategy=random", "budget.trials=2")
+    assert len(trials("random-size1")) == 3
+    tune("strategy=random", "budget.trials=4")  # the same study, resumed with a larger budget
+    table = trials("random-size1")
+    assert len(table) == 5 and not table.duplicated(list(OPTIMUM)).any()
