@@ -212,3 +212,15 @@ def test_zero_size_arrays(tmp_path):
     path.write_bytes(b"")
     assert autopager.memmap(path, mode="r").shape == (0,)
     assert autopager.empty((0, 5)).shape == (0, 5)
+
+
+def test_system_calls_read_and_write_the_array_memory(data_file, tmp_path):
+    """The kernel touches pages that are not resident (write(2) from the array, readinto into it)."""
+    a = autopager.memmap(data_file, mode="r", page_size=4096, buffer_size="64KiB")
+    copy = tmp_path / "copy.bin"
+    a.tofile(copy)
+    assert copy.read_bytes() == data_file.read_bytes()
+    b = autopager.empty(a.shape, np.uint8, page_size=4096, buffer_size="64KiB")
+    with open(data_file, "rb") as file:
+        assert file.readinto(b) == a.size
+    assert np.array_equal(a, b)

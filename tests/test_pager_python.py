@@ -2,6 +2,8 @@
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -125,3 +127,26 @@ def test_a_profile_mapping_file_or_name(path, tmp_path, monkeypatch):
 def test_write_protect_is_reported():
     with autopager.Pager(buffer_size="1MiB") as pager:
         assert isinstance(pager.has_write_protect, bool)
+
+
+def test_flush_lets_other_threads_run(tmp_path):
+    """A long write-back releases the GIL: a Python thread keeps counting meanwhile."""
+    with autopager.Pager(page_size=4096, buffer_size="64MiB") as pager:
+        a = pager.memmap(tmp_path / "dirty.bin", mode="w+", shape=48 << 20)
+        a[::4096] = 1  # 12288 dirty pages
+        counter, done = [0], threading.Event()
+
+        def count():
+            while not done.is_set():
+                counter[0] += 1
+
+        thread = threading.Thread(target=count)
+        thread.start()
+        time.sleep(0.05)
+        before, start = counter[0], time.perf_counter()
+        pager.flush()
+        during, seconds = counter[0] - before, time.perf_counter() - start
+        done.set()
+        thread.join()
+    assert pager.stats()["write_backs"] >= 12288
+    assert during > 1000 * seconds, f"the counter advanced {during} in {seconds:.3f} s of flush"
