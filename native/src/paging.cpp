@@ -7,6 +7,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "tsan_annotations.hpp"
+
 namespace autopager {
 
 bool Paging::fill(const RegionPtr& region_ptr, std::uint64_t page, bool for_write, bool speculative,
@@ -77,7 +79,10 @@ int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resi
   // Write-protect first: a write during the copy-out faults and waits for the lock we hold.
   if (region.track_writes) uffd_.write_protect(address, region.page_size, true);
   std::size_t bytes = region.page_bytes(page);
-  if (region.store->write(address, bytes, region.page_offset(page)) != static_cast<ssize_t>(bytes)) {
+  AUTOPAGER_WRITE_PROTECTED_READS_BEGIN();
+  ssize_t written = region.store->write(address, bytes, region.page_offset(page));
+  AUTOPAGER_WRITE_PROTECTED_READS_END();
+  if (written != static_cast<ssize_t>(bytes)) {
     int err = errno != 0 ? errno : EIO;
     StatsCounters::add(stats_.write_errors);
     std::fprintf(stderr, "autopager: writing back page %llu failed: %s; the page stays resident\n",
