@@ -5,12 +5,11 @@ searched, given as one of
 
 - ``{min: 4KiB, max: 16MiB, factor: 2}``: a geometric series (powers of two for page sizes),
 - ``{min: 50, max: 100, step: 10}``: a linear range, sampled every ``step`` by grid-like strategies and
-  searched as a whole integer range by Ax,
+  searched as a whole integer range by Ax (page sizes excepted: only powers of two are page sizes),
 - ``{values: [0, 1, 4, 16]}``: an explicit list.
 
 Parameters the space does not name stay at the defaults. The pager requires
-``evict_low_water < evict_high_water``; candidates breaking it are never proposed by the sampling
-strategies and are passed to Ax as a parameter constraint.
+``evict_low_water < evict_high_water``; no strategy proposes a candidate breaking it.
 """
 from __future__ import annotations
 
@@ -187,10 +186,6 @@ class Space:
 
     def describe(self) -> str:
         return "\n".join(f"  {name:17} {self.describe_one(name)}" for name in PARAMETERS)
-
-    @property
-    def watermarks_searched_linearly(self) -> bool:
-        return all(name in self.dimensions and self.dimensions[name].linear for name in (LOW, HIGH))
 
     def feasible(self, params: Mapping[str, Any]) -> bool:
         low, high = params.get(LOW), params.get(HIGH)

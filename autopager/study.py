@@ -116,9 +116,10 @@ class Study:
         per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
         return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
 
-    def measure(self, params: Params, kind: str, timeout: float) -> dict[str, Any]:
+    def measure(self, params: Params, kind: str, timeout: float, begin: float | None = None) -> dict[str, Any]:
+        """Run a trial and append it to the table; ``seconds`` counts from ``begin`` (when it was asked for)."""
         started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        begin = time.perf_counter()
+        begin = time.perf_counter() if begin is None else begin
         if self.space.feasible(params):
             result = self.runner.measure(params, timeout)
         else:
@@ -176,10 +177,11 @@ class Study:
             if minutes is not None and self.tuning_seconds() >= 60 * minutes:
                 self.progress.print(f"budget.minutes={minutes} reached")
                 break
+            asked = time.perf_counter()
             params = strategy.ask()
             if params is None:
                 break
-            row = self.measure(params, "search", self.timeout(default))
+            row = self.measure(params, "search", self.timeout(default), begin=asked)
             strategy.tell(params, row["value"] if row["status"] == "ok" else None)
             self.report(row, limit)
         return self.finish(default)

@@ -1,8 +1,11 @@
 """Bayesian optimization with Ax (``ax.Client``): Sobol initialization, then a BoTorch Gaussian process.
 
-Geometric and listed dimensions are ordered choice parameters; linear ones are integer ranges, so the
-watermarks can carry Ax's parameter constraint ``evict_low_water <= evict_high_water - 1``. Trials Ax did not
-generate (the defaults' run, a resumed study's trials) are attached to its experiment with their outcome.
+Ax searches a continuous box, which keeps its model fitting and acquisition fast (integer and choice
+parameters, and linear constraints, make each step many times slower): a geometric or listed parameter is
+searched by its position in the list of values, a linear one over its range, and both are rounded to a
+value of the space. When both watermarks are searched, the low one is searched as a share of the values
+below the high one, so every proposal keeps ``evict_low_water < evict_high_water`` without a constraint.
+Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome.
 """
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ import sys
 import warnings
 from typing import Any, Mapping
 
-from autopager.space import HIGH, LOW, Params, Space
+from autopager.space import HIGH, LOW, Dimension, Params, Space
 from autopager.strategies.base import Key, Strategy, key
 
 OBJECTIVE = "objective"
+LOW_SHARE = "evict_low_water_share"
 
 
 def quiet_ax() -> None:
@@ -24,43 +28,76 @@ def quiet_ax() -> None:
     warnings.filterwarnings("ignore", module=r"(ax|botorch|gpytorch|linear_operator|torch)\b")
 
 
+def bounds(dimension: Dimension) -> tuple[float, float]:
+    return (float(dimension.low), float(dimension.high)) if dimension.linear else (0.0, len(dimension.values) - 1.0)
+
+
+def decode(dimension: Dimension, x: float) -> int:
+    if dimension.linear:
+        return min(max(round(x), dimension.low), dimension.high)
+    return dimension.values[min(max(round(x), 0), len(dimension.values) - 1)]
+
+
+def encode(dimension: Dimension, value: int) -> float:
+    return float(value) if dimension.linear else float(dimension.values.index(dimension.nearest(value)))
+
+
+def lows_below(dimension: Dimension, high: int) -> list[int]:
+    if dimension.linear:
+        return list(range(dimension.low, min(dimension.high, high - 1) + 1))
+    return [v for v in dimension.values if v < high]
+
+
 class AxStrategy(Strategy):
     def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from ax import ChoiceParameterConfig, Client, RangeParameterConfig
+            from ax import Client, RangeParameterConfig
         quiet_ax()
         self.pending: dict[Key, int] = {}
         self.client = None
         if not space.dimensions:
             return
-        parameters = [
-            RangeParameterConfig(name=name, bounds=(dimension.low, dimension.high), parameter_type="int")
-            if dimension.linear else
-            ChoiceParameterConfig(name=name, values=list(dimension.values), parameter_type="int", is_ordered=True)
-            for name, dimension in space.dimensions.items()]
-        constraints = [f"{LOW} <= {HIGH} - 1"] if space.watermarks_searched_linearly else []
+        self.low_share = LOW in space.dimensions and HIGH in space.dimensions
+        boxes = {name: bounds(dimension) for name, dimension in space.dimensions.items()}
+        if self.low_share:
+            del boxes[LOW]
+            boxes[LOW_SHARE] = (0.0, 1.0)
         self.client = Client(random_seed=seed)
-        self.client.configure_experiment(parameters=parameters, parameter_constraints=constraints,
-                                         name="autopager")
+        self.client.configure_experiment(
+            parameters=[RangeParameterConfig(name=name, bounds=box, parameter_type="float")
+                        for name, box in boxes.items()], name="autopager")
         self.client.configure_optimization(objective=OBJECTIVE if goal == "maximize" else f"-{OBJECTIVE}")
         self.client.configure_generation_strategy(
             initialization_budget=int(settings.get("initialization_trials", 10)),
             initialization_random_seed=seed)
 
-    def searched(self, params: Mapping[str, Any]) -> dict[str, int]:
-        return {name: int(params[name]) for name in self.space.dimensions}
+    def to_params(self, point: Mapping[str, float]) -> Params:
+        searched = {name: decode(dimension, point[name]) for name, dimension in self.space.dimensions.items()
+                    if name != LOW or not self.low_share}
+        if self.low_share:
+            lows = lows_below(self.space.dimensions[LOW], searched[HIGH])
+            searched[LOW] = lows[round(point[LOW_SHARE] * (len(lows) - 1))]
+        return self.space.complete(searched)
+
+    def to_point(self, params: Mapping[str, Any]) -> dict[str, float]:
+        point = {name: encode(dimension, params[name]) for name, dimension in self.space.dimensions.items()
+                 if name != LOW or not self.low_share}
+        if self.low_share:
+            lows = lows_below(self.space.dimensions[LOW], params[HIGH])
+            point[LOW_SHARE] = lows.index(params[LOW]) / (len(lows) - 1) if len(lows) > 1 else 0.0
+        return point
 
     def ask(self) -> Params | None:
         if self.client is None:
             return None
         try:
-            ((index, searched),) = self.client.get_next_trials(max_trials=1).items()
-        except Exception as error:  # e.g. a small discrete space used up: end the study with the reason
+            ((index, point),) = self.client.get_next_trials(max_trials=1).items()
+        except Exception as error:  # Ax may give up on a space it considers used up: end with the reason
             print(f"autopager: Ax proposes no more trials: {error}", file=sys.stderr)
             return None
-        params = self.space.complete({name: int(value) for name, value in searched.items()})
+        params = self.to_params(point)
         self.pending[key(params)] = index
         return params
 
@@ -71,7 +108,7 @@ class AxStrategy(Strategy):
         if index is None:
             if not self.space.contains(params):
                 return  # e.g. the defaults, outside a narrowed space: Ax's model cannot place it
-            index = self.client.attach_trial(parameters=self.searched(params))
+            index = self.client.attach_trial(parameters=self.to_point(params))
         if value is None:
             self.client.mark_trial_failed(trial_index=index, failed_reason="the run failed")
         else:
