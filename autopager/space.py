@@ -4,11 +4,10 @@ Each parameter of ``configs/space/*.yaml`` is either fixed (a plain value: ``buf
 searched, given as one of
 
 - ``{min: 4KiB, max: 16MiB, factor: 2}``: a geometric series (powers of two for page sizes),
-- ``{min: 50, max: 100, step: 10}``: a linear range, sampled every ``step`` by grid-like strategies and
-  searched as a whole integer range by Ax (page sizes excepted: only powers of two are page sizes),
+- ``{min: 50, max: 100, step: 10}``: a linear range, sampled every ``step``,
 - ``{values: [0, 1, 4, 16]}``: an explicit list.
 
-Parameters the space does not name stay at the defaults. The pager requires
+Every strategy searches the sampled values. Parameters the space does not name stay at the defaults. The pager requires
 ``evict_low_water < evict_high_water``; no strategy proposes a candidate breaking it.
 """
 from __future__ import annotations
@@ -64,11 +63,9 @@ def parse_value(name: str, value: Any) -> int:
 
 @dataclass(frozen=True)
 class Dimension:
-    """A searched parameter. ``values`` are the sampled values (ascending); a linear dimension is also
-    searched as the whole integer range ``values[0]..values[-1]`` by model-based strategies."""
+    """A searched parameter and its sampled values, ascending."""
     name: str
     values: tuple[int, ...]
-    linear: bool
 
     @property
     def low(self) -> int:
@@ -77,11 +74,6 @@ class Dimension:
     @property
     def high(self) -> int:
         return self.values[-1]
-
-    def contains(self, value: Any) -> bool:
-        if self.linear:
-            return isinstance(value, int) and self.low <= value <= self.high
-        return value in self.values
 
     def nearest(self, value: int) -> int:
         return min(self.values, key=lambda v: (abs(v - value), v))
@@ -101,7 +93,7 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
         values = sorted({parse_value(name, v) for v in spec["values"]})
         if not values:
             raise ConfigError(f"space.{name}.values is empty")
-        return Dimension(name, tuple(values), linear=False)
+        return Dimension(name, tuple(values))
     if spec.get("min") is None or spec.get("max") is None:
         raise ConfigError(f"space.{name}: give min and max (with step or factor), or values")
     low, high = parse_value(name, spec["min"]), parse_value(name, spec["max"])
@@ -118,14 +110,11 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
         values = [low]
         while values[-1] * factor <= high:
             values.append(values[-1] * factor)
-        return Dimension(name, tuple(values), linear=False)
+        return Dimension(name, tuple(values))
     step = 1 if step is None else parse_size(step) if name in SIZES else step
     if not isinstance(step, int) or step < 1:
         raise ConfigError(f"space.{name}.step must be a positive integer, not {step!r}")
-    values = tuple(range(low, high + 1, step))
-    if name == "page_size":  # every page size must be a power-of-two multiple: search only the sampled ones
-        return Dimension(name, tuple(parse_value(name, v) for v in values), linear=False)
-    return Dimension(name, values, linear=True)
+    return Dimension(name, tuple(parse_value(name, v) for v in range(low, high + 1, step)))
 
 
 class Space:
@@ -167,12 +156,11 @@ class Space:
                               f"and {HIGH} {self.describe_one(HIGH)}: lower space.{LOW} or raise space.{HIGH}")
         for name, keep in ((LOW, keep_low), (HIGH, keep_high)):
             if name in self.dimensions:
-                dimension = self.dimensions[name]
                 if len(keep) == 1:
                     del self.dimensions[name]
                     self.fixed[name] = keep[0]
                 else:
-                    self.dimensions[name] = Dimension(name, tuple(keep), dimension.linear)
+                    self.dimensions[name] = Dimension(name, tuple(keep))
 
     def values(self, name: str) -> list[int]:
         if name in self.dimensions:
@@ -193,7 +181,7 @@ class Space:
 
     def contains(self, params: Mapping[str, Any]) -> bool:
         return (all(params.get(n) == v for n, v in self.fixed.items())
-                and all(d.contains(params.get(n)) for n, d in self.dimensions.items())
+                and all(params.get(n) in d.values for n, d in self.dimensions.items())
                 and self.feasible(params))
 
     def complete(self, searched: Mapping[str, Any]) -> Params:

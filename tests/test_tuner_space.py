@@ -18,7 +18,6 @@ def test_geometric_linear_listed_and_fixed_parameters():
     assert space.values("page_size") == [4096 << k for k in range(9)]
     assert space.values("fillers") == [1, 2, 4]
     assert space.values("evict_high_water") == [60, 80, 100]
-    assert space.dimensions["evict_high_water"].linear and not space.dimensions["page_size"].linear
     assert space.fixed["evict_low_water"] == 30 and space.fixed["read_ahead"] == 0  # one value: fixed
     assert space.fixed["buffer_size"] == 64 << 20  # unnamed: the default
     assert space.grid_size() == 9 * 3 * 3

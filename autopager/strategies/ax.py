@@ -1,10 +1,10 @@
 """Bayesian optimization with Ax (``ax.Client``): Sobol initialization, then a BoTorch Gaussian process.
 
 Ax searches a continuous box, which keeps its model fitting and acquisition fast (integer and choice
-parameters, and linear constraints, make each step many times slower): a geometric or listed parameter is
-searched by its position in the list of values, a linear one over its range, and both are rounded to a
-value of the space. When both watermarks are searched, the low one is searched as a share of the values
-below the high one, so every proposal keeps ``evict_low_water < evict_high_water`` without a constraint.
+parameters, and linear constraints, make each step many times slower): each parameter is searched by its
+position in the space's sampled values, rounded to the nearest one. When both watermarks are searched, the
+low one is searched as a share of the values below the high one, so every proposal keeps
+``evict_low_water < evict_high_water`` without a constraint.
 Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome.
 """
 from __future__ import annotations
@@ -29,23 +29,19 @@ def quiet_ax() -> None:
 
 
 def bounds(dimension: Dimension) -> tuple[float, float]:
-    return (float(dimension.low), float(dimension.high)) if dimension.linear else (0.0, len(dimension.values) - 1.0)
+    return 0.0, len(dimension.values) - 1.0
 
 
-def decode(dimension: Dimension, x: float) -> int:
-    if dimension.linear:
-        return min(max(round(x), dimension.low), dimension.high)
-    return dimension.values[min(max(round(x), 0), len(dimension.values) - 1)]
+def decode(dimension: Dimension, position: float) -> int:
+    return dimension.values[min(max(round(position), 0), len(dimension.values) - 1)]
 
 
 def encode(dimension: Dimension, value: int) -> float:
-    return float(value) if dimension.linear else float(dimension.values.index(dimension.nearest(value)))
+    return float(dimension.values.index(value))
 
 
 def lows_below(dimension: Dimension, high: int) -> list[int]:
-    if dimension.linear:
-        return list(range(dimension.low, min(dimension.high, high - 1) + 1))
-    return [v for v in dimension.values if v < high]
+    return [value for value in dimension.values if value < high]
 
 
 class AxStrategy(Strategy):
