@@ -122,7 +122,8 @@ def speedup(workload: Workload, value: float | None, baseline: float | None) -> 
 def cell(row: Row, label: str) -> str:
     value = row.median(label)
     if value is None:
-        return row.failure(label) and row.failure(label).split(":")[0] or "-"
+        failure = row.failure(label)
+        return failure.split(" ")[0] if failure else "-"
     return f"{value:.3g}"
 
 
@@ -160,6 +161,16 @@ def data_bytes(workload: Workload) -> int:
     return sum(path.stat().st_size for path in workload.data_paths() if path.exists())
 
 
+def device_read_ahead(path: Path) -> str:
+    """The kernel read-ahead of the block device holding `path` (mmap's fault-around window depends on it)."""
+    device = os.stat(path).st_dev
+    block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
+    for queue in (block / "queue", block.parent / "queue", block / ".." / "queue"):
+        if (queue / "read_ahead_kb").exists():
+            return f"{(queue / 'read_ahead_kb').read_text().strip()} KiB"
+    return "unknown"
+
+
 def markdown(header: list[str], lines: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(line) + " |" for line in lines]
@@ -190,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)
     rows = []
+    load_before = os.getloadavg()[1]
     with open(out / "runs.jsonl", "w") as raw:
         for name in args.workloads.split(","):
             config = yaml.safe_load((REPO / "configs" / "workload" / f"{name}.yaml").read_text())
@@ -217,7 +229,10 @@ def main(argv: list[str] | None = None) -> int:
               f"Machine: {platform.node()}, {os.cpu_count()} cores, Linux {platform.release()}. "
               f"Medians of {args.repeats} runs (page cache dropped before each); every run in a memory cgroup "
               f"limited to the memory limit column (buffer + {format_size(headroom)} headroom + the program's "
-              f"own arrays). Other pager parameters at their defaults. Timeouts: {args.timeout:.0f} s.\n\n"
+              f"own arrays). Other pager parameters at their defaults. timeout: a run took over "
+              f"{args.timeout:.0f} s (not repeated). Read-ahead of the data's block device (the kernel's mmap "
+              f"reads around a fault by up to this much): {device_read_ahead(Path(args.data_dir))}. "
+              f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}.\n\n"
               f"Command: `python3 experiments/bench_workloads.py {' '.join(argv or sys.argv[1:])}`\n\n"
               + markdown(header, lines) + "\n")
     (out / "workloads.md").write_text(report)
