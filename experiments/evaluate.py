@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""The AutoPager evaluation (paper section IV) reproduced on this machine.
+
+For bfs, sort, kv_readseq, kv_readrandom, kv_readreverse and lookup, at a small and a large out-of-core
+size: the default parameters, page-size-only tuning, grid search on a restricted space (small size),
+Ax (10 + 20 trials), coordinate descent and random search (small size), the kernel's mmap under a memory
+limit equal to the pager's buffer, the small size's Ax parameters applied to the large size (transfer), and
+each method's best parameters measured again (confirmation). Every study is recorded and resumable: run
+the same command again to continue. Then the figures are written to the output directory:
+figures.csv, summary.md, speedups.png, convergence.png (see experiments/evaluation/).
+
+    sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
+    sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
+    python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
+
+Needs root (dropping the page cache, memory cgroups) and the built workloads (build/workloads, or
+AUTOPAGER_BIN).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+
+EXPERIMENTS = Path(__file__).resolve().parent
+REPO = EXPERIMENTS.parent
+sys.path[:0] = [str(REPO), str(EXPERIMENTS)]
+
+from autopager.errors import ConfigError, StudyError  # noqa: E402
+from evaluation.kernel import measure_kernel  # noqa: E402
+from evaluation.plan import BUDGETS, WORKLOADS, KernelSpec, Plan, make_plan  # noqa: E402
+from evaluation.report import write_report  # noqa: E402
+from evaluation.studies import Places, limit_optimizer_threads, run_study  # noqa: E402
+
+STEP_LOG = "steps.csv"
+STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
+
+
+def log_step(places: Places, label: str, status: str, error: str, seconds: float, load_before: float) -> None:
+    path = places.out / STEP_LOG
+    new = not path.is_file()
+    with open(path, "a", newline="") as log:
+        writer = csv.writer(log)
+        if new:
+            writer.writerow(STEP_COLUMNS)
+        writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), label,
+                         status, error, f"{seconds:.1f}", f"{load_before:.2f}", f"{os.getloadavg()[0]:.2f}"])
+
+
+def run_plan(plan: Plan, places: Places, mmap_timeout: float) -> None:
+    """Every step in order; a step that fails is logged and the next one runs."""
+    prepared: set[tuple[str, ...]] = set()
+    for number, step in enumerate(plan.steps, 1):
+        print(f"\n=== evaluation step {number}/{len(plan.steps)}: {step.label}", flush=True)
+        load, start = os.getloadavg()[0], time.perf_counter()
+        status, error = "ok", ""
+        try:
+            if isinstance(step, KernelSpec):
+                result = measure_kernel(step, plan, places, mmap_timeout, prepared)
+                status, error = ("ok", "") if result["value"] is not None else ("failed", result["error"] or "")
+            else:
+                run_study(step, plan, places, prepared)
+        except (StudyError, ConfigError, OSError) as failure:
+            status, error = "failed", str(failure).splitlines()[0]
+            print(f"evaluation: {step.label} failed: {failure}", flush=True)
+        log_step(places, step.label, status, error, time.perf_counter() - start, load)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and budgets: the whole pipeline in minutes")
+    parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
+                        "with --quick outputs/evaluation-quick)")
+    parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
+                        help="where the workloads keep their data")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, of: " + ", ".join(WORKLOADS))
+    parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, quick: 5)")
+    parser.add_argument("--large-ax-trials", type=int, help="Ax trials at the large size (default: as small)")
+    parser.add_argument("--mmap-timeout", type=float, default=120, help="seconds a kernel-mmap run")
+    parser.add_argument("--report-only", action="store_true", help="write the figures from the recorded studies")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    workloads = tuple(name for name in args.workloads.split(",") if name)
+    unknown = set(workloads) - set(WORKLOADS)
+    if unknown:
+        sys.exit(f"evaluate: unknown workload(s) {sorted(unknown)}; choose from {', '.join(WORKLOADS)}")
+    budget = BUDGETS[mode]
+    small = args.ax_trials or budget.ax_trials
+    budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
+    plan = make_plan(mode, workloads, budget)
+    out = args.out or (REPO / "outputs" / "evaluation-quick" if args.quick else EXPERIMENTS / "results" / "evaluation")
+    places = Places(out.resolve(), args.data_dir.resolve())
+    places.out.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        if os.geteuid() != 0:
+            sys.exit("evaluate: run as root: the runs drop the page cache, and the kernel's mmap runs in a memory cgroup")
+        limit_optimizer_threads()
+        run_plan(plan, places, args.mmap_timeout)
+    summary = write_report(plan, places, " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])]))
+    print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

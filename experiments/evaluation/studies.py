@@ -1,0 +1,99 @@
+"""Runs one study of the evaluation through the tuner's own API (``autopager.cli.compose`` and ``Study``).
+
+A study is resumable: running the evaluation again continues each study where it stopped, and a finished
+one only replays its table. The workload's data is generated here, once a process, before the study runs,
+and the study is given no preparation step (the tuner would run it again and expects a result line from it).
+"""
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import open_dict
+
+from autopager.cli import compose
+from autopager.errors import ConfigError, StudyError
+from autopager.study import Study
+from autopager.workloads import Workload
+from evaluation.plan import Plan, Size, StudySpec
+from evaluation.studytable import load_study
+
+TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
+RUNNER = (f"runner.timeout_factor={TIMEOUT_FACTOR}", f"runner.timeout_floor={TIMEOUT_FLOOR}")
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where the evaluation writes: results (with the study tables) and the workloads' data."""
+    out: Path
+    data_dir: Path
+
+    def study(self, scale: str, workload: str, method: str) -> Path:
+        return self.out / "studies" / scale / workload / method
+
+
+def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
+    return [f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
+            f"data_dir={places.data_dir}"]
+
+
+def fixed_overrides(params: dict[str, int]) -> list[str]:
+    """A baseline made of ``params`` (the buffer stays the workload's)."""
+    return [f"baseline.{name}={value}" for name, value in params.items() if name != "buffer_size"]
+
+
+def study_overrides(spec: StudySpec, plan: Plan, places: Places) -> list[str]:
+    size = plan.size(spec.workload, spec.scale)
+    overrides = workload_overrides(spec.workload, size, places) + [
+        f"strategy={spec.strategy}", f"space={spec.space}", f"space.page_size.max={size.largest_page}",
+        f"study.root={places.out / 'studies' / spec.scale}", f"study.name={spec.method}",
+        "study.save_profile=false", f"runner.repeats={spec.repeats}", *RUNNER, *spec.overrides]
+    if spec.fixed_from:
+        source = load_study(places.study(spec.fixed_from[0], spec.workload, spec.fixed_from[1]))
+        params = source and source.best_params()
+        if not params:
+            raise StudyError(f"no best parameters yet in {'/'.join(spec.fixed_from)} to measure")
+        overrides += fixed_overrides(params) + [f"runner.first_timeout={fixed_timeout(spec, places)}"]
+    return overrides
+
+
+def fixed_timeout(spec: StudySpec, places: Places) -> float:
+    """Seconds a run of fixed parameters may take: as a trial, from the defaults' time at that scale
+    (a study's own first run is otherwise bounded only by runner.first_timeout, an hour)."""
+    reference = load_study(places.study(spec.scale, spec.workload, "default"))
+    runs = reference.default_values() if reference else []
+    if not runs:
+        raise StudyError(f"no defaults' run of {spec.scale}/{spec.workload} yet to bound the runs")
+    per_run = float(reference.trials.wall_seconds.iloc[0]) / len(runs)
+    return round(max(TIMEOUT_FLOOR, TIMEOUT_FACTOR * per_run), 1)
+
+
+def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:
+    """Generate the workload's data (once a process; the programs reuse data already there)."""
+    argv = workload.prepare_argv()
+    if argv and tuple(argv) not in prepared:
+        workload.data_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+        prepared.add(tuple(argv))
+
+
+def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[str, ...]]) -> None:
+    """Run (or resume) the study; raises StudyError or ConfigError when it cannot."""
+    config, choices = compose(study_overrides(spec, plan, places))
+    workload = Workload.from_config(config.workload, config.data_dir)
+    try:
+        prepare(workload, prepared)
+    except subprocess.CalledProcessError as error:
+        raise StudyError(f"generating the data of {spec.workload} failed: {error}") from None
+    with open_dict(config):
+        config.workload.prepare = None
+    Study(config, space_name=choices.get("space", "default")).run()
+
+
+def limit_optimizer_threads() -> None:
+    """One thread for torch (Ax's model fits): on a loaded two-core machine its default of one thread a
+    core made each Bayesian step take 20 s instead of 2 s."""
+    import torch
+    torch.set_num_threads(1)
+
