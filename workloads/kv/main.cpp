@@ -2,10 +2,9 @@
 // the first key to the last), readreverse (from the last to the first) and readrandom (point lookups of
 // random keys through the index). Each thread walks its own part of the records, or its share of the
 // lookups. Every key and value read is checked. Metric: operations per second.
-#include <algorithm>
 #include <omp.h>
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -67,22 +66,19 @@ void read_record(const Store& store, std::uint64_t i, Tally& tally) {
 
 // readseq and readreverse: the records split into one contiguous part a thread.
 Tally scan(const Store& store, bool reverse) {
-  Tally total;
-  std::atomic<std::uint64_t> value_sum{0}, errors{0};
-#pragma omp parallel
+  std::uint64_t value_sum = 0, errors = 0;
+#pragma omp parallel reduction(+ : value_sum, errors)
   {
-    Tally mine;
     const std::uint64_t threads = static_cast<std::uint64_t>(omp_get_num_threads());
     const std::uint64_t me = static_cast<std::uint64_t>(omp_get_thread_num());
     const std::uint64_t begin = store.layout.records * me / threads;
     const std::uint64_t end = store.layout.records * (me + 1) / threads;
+    Tally mine;
     for (std::uint64_t k = begin; k < end; ++k) read_record(store, reverse ? end - 1 - (k - begin) : k, mine);
     value_sum += mine.value_sum;
     errors += mine.errors;
   }
-  total.value_sum = value_sum;
-  total.errors = errors;
-  return total;
+  return {value_sum, errors};
 }
 
 // readrandom: lookup j searches the key of record mix64(seed + j) mod records (the same lookups for any

@@ -2,7 +2,6 @@
 // at random across a mapped file. Record r holds the words record_word(r, w), so every read is checked
 // and a write stores the same bytes again (the file stays valid for the next run). Writes are written
 // back before the clock stops. Metric: MB/s of records read and written.
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>

@@ -1,7 +1,6 @@
 // sort: the umapsort pattern. A file of 64-bit integers in descending order is sorted ascending in place
 // through the mapping by a parallel quicksort, then checked (element i must be i). The sort consumes its
 // input, so every run writes it afresh before the timed sort. Metric: seconds of sort plus write-back.
-#include <cinttypes>
 #include <cstdint>
 #include <string>
 
