@@ -11,6 +11,8 @@ import math
 import operator
 import os
 import tempfile
+import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -26,6 +28,20 @@ MODES = {"r": "r", "readonly": "r", "r+": "r+", "readwrite": "r+", "w+": "w+", "
          "c": "c", "copyonwrite": "c"}
 _OPEN_FLAGS = {"r": "rb", "c": "rb", "r+": "r+b", "w+": "w+b"}
 
+# Regions still mapped in this process. A forked child inherits their memory but not the pager's
+# threads nor its userfaultfd registration: there, pages not resident at the fork read as zeros.
+_mapped_regions: "weakref.WeakSet[_native.Region]" = weakref.WeakSet()
+
+
+def _warn_before_fork() -> None:
+    if len(_mapped_regions):
+        warnings.warn(f"forking with {len(_mapped_regions)} autopager array region(s) mapped: in the child, their "
+                      f"pages that are not resident read as zeros; start worker processes with "
+                      f"multiprocessing's 'spawn' or 'forkserver' method instead", RuntimeWarning, stacklevel=2)
+
+
+os.register_at_fork(before=_warn_before_fork)
+
 
 class PagedArray(np.ndarray):
     """An ndarray whose memory is a region mapped by an autopager pager (autopager.memmap returns one).
@@ -33,6 +49,9 @@ class PagedArray(np.ndarray):
     It behaves like numpy.memmap: slices and views share the region and keep it mapped; results of
     computations and fancy indexing are plain ndarrays. The region is unmapped (its dirty pages
     written back) once no array, view or memoryview uses it.
+
+    Unlike numpy.memmap, it does not survive fork(): a forked child must not use it (forking warns;
+    give multiprocessing the 'spawn' or 'forkserver' start method).
 
     Attributes:
         filename: absolute path of the file (a list for a multi-file array), None for scratch arrays.
@@ -176,6 +195,7 @@ def map_array(pager: _native.Pager, plan: ArrayPlan) -> PagedArray:
         array = np.ndarray.__new__(PagedArray, plan.shape, dtype=plan.dtype, order=plan.order)
     else:
         region = _native.Region(pager, plan.store, plan.nbytes, plan.writable)
+        _mapped_regions.add(region)
         array = np.ndarray.__new__(PagedArray, plan.shape, dtype=plan.dtype, buffer=region, order=plan.order)
         array.region = region
     array.filename, array.offset, array.mode = plan.filename, plan.offset, plan.mode

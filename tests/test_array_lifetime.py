@@ -2,6 +2,7 @@
 deletes, closes and garbage collection; arrays outliving their pager keep working and keep their writes."""
 import gc
 import itertools
+import os
 import threading
 import weakref
 
@@ -116,3 +117,13 @@ def test_threads_read_one_array_while_another_flushes(path):
         for reader in readers:
             reader.join()
     assert sums == [N * (N - 1) // 2] * 4
+
+
+def test_forking_with_mapped_arrays_warns(path):
+    a = autopager.memmap(path, dtype=np.int64, mode="r", buffer_size="1MiB")
+    with pytest.warns(RuntimeWarning, match="'spawn' or 'forkserver'"):
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+    os.waitpid(child, 0)
+    del a
