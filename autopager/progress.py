@@ -18,6 +18,10 @@ def speedup(value: float, reference: float, goal: str) -> float:
     return value / reference if reference > 0 else float("inf")
 
 
+def counter(trial: int, planned: int | None) -> str:
+    return f"[{trial:>3}/{planned}]" if planned else f"[{trial:>3}]"
+
+
 class Progress:
     def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO | None = None):
         self.metric = metric
@@ -28,9 +32,18 @@ class Progress:
     def print(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
+    def running(self, trial: int, planned: int | None, params: Mapping[str, Any]) -> None:
+        """On a terminal, the trial in flight, replaced by its result line when it ends."""
+        if self.out.isatty():
+            shown = show_params({name: params[name] for name in self.searched if name in params})
+            self.out.write(f"\r{counter(trial, planned)} running...  {shown}")
+            self.out.flush()
+
     def trial(self, row: Mapping[str, Any], planned: int | None, best: float | None,
               default: float | None) -> None:
-        count = f"{row['trial']:>3}/{planned}" if planned else f"{row['trial']:>3}"
+        if self.out.isatty():
+            self.out.write("\r\033[K")  # erase the running line
+        count = counter(row["trial"], planned)
         if row["status"] == "ok":
             outcome = format_value(row["value"], self.metric)
         else:
@@ -38,7 +51,7 @@ class Progress:
         gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if best and default else ""
         shown = "defaults" if row["kind"] == "default" else show_params(
             {name: row[name] for name in self.searched})
-        self.print(f"[{count}] {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
+        self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
 
     def summary(self, lines: Iterable[tuple[str, str]]) -> None:
         self.print()

@@ -73,7 +73,7 @@ class Study:
         self.config = config
         self.workload = Workload.from_config(config.workload, config.data_dir)
         self.space = Space(config.space, config.baseline)
-        self.baseline = Space({}, config.baseline).defaults
+        self.baseline = self.space.defaults
         self.strategy_name = config.strategy.name
         if self.strategy_name not in STRATEGIES:
             raise ConfigError(f"unknown strategy {self.strategy_name!r}; the strategies are: {', '.join(STRATEGIES)}")
@@ -162,6 +162,7 @@ class Study:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
         default = next(iter(self.ok_rows("default")), None)
         if default is None:
+            self.progress.running(len(self.table.rows), None, self.baseline)
             default = self.measure(self.baseline, "default", self.timeout(None))
             self.report(default, None)
             if default["status"] != "ok":
@@ -181,6 +182,7 @@ class Study:
             params = strategy.ask()
             if params is None:
                 break
+            self.progress.running(len(self.table.rows), limit, params)
             row = self.measure(params, "search", self.timeout(default), begin=asked)
             strategy.tell(params, row["value"] if row["status"] == "ok" else None)
             self.report(row, limit)
