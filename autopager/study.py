@@ -25,7 +25,7 @@ from autopager.profiles import save_profile, this_machine
 from autopager.progress import Progress, format_value, speedup
 from autopager.runner import Measurement, Runner
 from autopager.space import Params, Space, show_params
-from autopager.strategies import STRATEGIES, make_strategy
+from autopager.strategies import check_settings, make_strategy
 from autopager.workloads import Workload
 
 COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
@@ -74,9 +74,8 @@ class Study:
         self.workload = Workload.from_config(config.workload, config.data_dir)
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
+        check_settings(config.strategy)
         self.strategy_name = config.strategy.name
-        if self.strategy_name not in STRATEGIES:
-            raise ConfigError(f"unknown strategy {self.strategy_name!r}; the strategies are: {', '.join(STRATEGIES)}")
         try:
             self.runner = Runner(self.workload, int(config.runner.repeats), config.runner.page_cache,
                                  int(config.runner.stderr_lines))
@@ -157,6 +156,8 @@ class Study:
         self.progress.print(f"study {self.directory} ({'resuming after ' + str(resumed) + ' trials' if resumed else 'new'})"
                             f": workload {self.workload.name}, strategy {self.strategy_name}\nspace:\n"
                             f"{self.space.describe()}")
+        if self.workload.prepare:
+            self.progress.print("preparing the workload (its data is reused when complete)...")
         prepared = self.runner.prepare()
         if not prepared.ok:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")

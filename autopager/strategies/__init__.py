@@ -5,6 +5,7 @@ import importlib
 from typing import Any, Mapping
 
 from autopager.errors import ConfigError
+from autopager.params import PARAMETERS
 from autopager.space import Space
 from autopager.strategies.base import Strategy
 
@@ -19,8 +20,20 @@ STRATEGIES = {
 }
 
 
-def make_strategy(name: str, space: Space, goal: str, settings: Mapping[str, Any], seed: int) -> Strategy:
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """Refuse bad strategy settings before the study starts."""
+    name = settings.get("name")
     if name not in STRATEGIES:
         raise ConfigError(f"unknown strategy {name!r}; the strategies are: {', '.join(STRATEGIES)}")
+    for count in ("trials", "initialization_trials", "max_sweeps"):
+        value = settings.get(count)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ConfigError(f"strategy.{count} must be a positive integer, not {value!r}")
+    unknown = [p for p in settings.get("order") or [] if p not in PARAMETERS]
+    if unknown:
+        raise ConfigError(f"strategy.order: unknown parameter(s) {unknown}; the parameters are: {', '.join(PARAMETERS)}")
+
+
+def make_strategy(name: str, space: Space, goal: str, settings: Mapping[str, Any], seed: int) -> Strategy:
     module, cls = STRATEGIES[name]
     return getattr(importlib.import_module(module), cls)(space, goal, settings, seed)
