@@ -18,8 +18,6 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "memmap": "autopager.pager",
     "empty": "autopager.pager",

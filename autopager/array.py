@@ -110,6 +110,12 @@ def normalize_shape(shape: Optional[ShapeLike]) -> Optional[Tuple[int, ...]]:
     return dims
 
 
+def normalize_order(order: str) -> str:
+    if order not in ("C", "F"):
+        raise ValueError(f"order must be 'C' (row-major) or 'F' (column-major) (got {order!r})")
+    return order
+
+
 @dataclass
 class ArrayPlan:
     """An array ready to be mapped: its store (checked, created or extended), layout and attributes.
@@ -135,6 +141,7 @@ def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, m
     dtype = np.dtype(dtype)
     offset = operator.index(offset)
     shape = normalize_shape(shape)
+    order = normalize_order(order)
     if offset < 0:
         raise ValueError(f"offset must be >= 0 (got {offset})")
     if mode == "w+" and shape is None:
@@ -179,6 +186,7 @@ def plan_scratch_array(shape: ShapeLike, dtype: Any, order: str, store: str,
         raise ValueError(f"store must be 'file' (a scratch file) or 'memory' (got {store!r})")
     shape = normalize_shape(shape)
     dtype = np.dtype(dtype)
+    order = normalize_order(order)
     nbytes = math.prod(shape) * dtype.itemsize
     native_store = None
     if nbytes > 0 and store == "file":
@@ -203,13 +211,12 @@ def map_array(pager: _native.Pager, plan: ArrayPlan) -> PagedArray:
 
 
 def _paths(filename: Union[PathLike, Sequence[PathLike]]) -> list:
-    names = [filename] if isinstance(filename, (str, bytes, os.PathLike)) else list(filename)
+    names = [filename] if isinstance(filename, (str, bytes, os.PathLike)) else filename
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, (str, bytes, os.PathLike)) for n in names):
+        raise TypeError(f"filename must be a path or a list of paths (got {filename!r})")
     if not names:
-        raise ValueError("no file given")
-    try:
-        return [os.path.abspath(os.fsdecode(name)) for name in names]
-    except TypeError:
-        raise TypeError(f"filename must be a path or a list of paths (got {filename!r})") from None
+        raise ValueError("no file given: filename is an empty list")
+    return [os.path.abspath(os.fsdecode(name)) for name in names]
 
 
 def _open_for_mode(path: str, mode: str) -> int:

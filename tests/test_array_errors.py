@@ -100,6 +100,7 @@ def test_a_file_that_is_not_whole_items(path):
     ({"mode": "w+"}, "shape must be given in mode 'w\\+'"),
     ({"offset": -1}, "offset must be >= 0"),
     ({"shape": (-1, 2)}, "negative dimensions"),
+    ({"order": "X"}, "order must be 'C'"),
 ])
 def test_bad_array_arguments(path, arguments, message):
     with pytest.raises(ValueError, match=message):
@@ -171,3 +172,10 @@ def test_userfaultfd_unavailable(path):
     result = run_python(script, path.parent)
     assert "PermissionError" in result.stdout, result.stderr
     assert "userfaultfd is not permitted" in result.stdout and "vm.unprivileged_userfaultfd=1" in result.stdout
+
+
+def test_a_file_object_or_an_empty_list(path):
+    with open(path, "rb") as file, pytest.raises(TypeError, match="a path or a list of paths"):
+        autopager.memmap(file)
+    with pytest.raises(ValueError, match="no file given"):
+        autopager.memmap([])
