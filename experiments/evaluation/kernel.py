@@ -1,8 +1,8 @@
 """The system baseline: a workload on the kernel's mmap (its ``--mmap`` flag) in a memory cgroup.
 
-The cgroup's limit is the pager's buffer plus what the pager runs also use outside their buffer: the
-program's own arrays (bfs's levels) and a headroom for its code, libraries and heap. The page cache is
-dropped before each run, as for the tuner's trials. The result is kept as
+The cgroup's limit is the one the pager's trials run under (evaluation/memory.py): the pager's buffer
+plus what any run of the program uses beside its data. The page cache is dropped before each run, as for
+the tuner's trials. The result is kept as
 ``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it).
 """
 from __future__ import annotations
@@ -18,12 +18,10 @@ from autopager.cli import compose
 from autopager.params import format_size
 from autopager.runner import Runner, environment, last_json_object, result_value
 from autopager.workloads import Workload
-from bench_workloads import private_memory
+from evaluation.memory import memory_limit
 from evaluation.plan import KernelSpec, Plan
 from evaluation.studies import Places, prepare, workload_overrides
 from memlimit import MemoryLimit
-
-HEADROOM = 12 << 20  # the program's code, libraries, thread stacks and heap: bfs peaks at ~10 MiB on tiny data
 
 
 def result_path(places: Places, scale: str, workload: str) -> Path:
@@ -63,7 +61,7 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
     config, _ = compose(workload_overrides(spec.workload, size, places))
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)
-    limit = size.buffer_bytes + private_memory(workload) + HEADROOM
+    limit = memory_limit(workload, size)
     runs = []
     for _ in range(spec.repeats):
         runs.append(run_once(workload, Runner(workload), limit, timeout))

@@ -3,6 +3,8 @@
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
 one only replays its table. The workload's data is generated here, once a process, before the study runs,
 and the study is given no preparation step (the tuner would run it again and expects a result line from it).
+Every trial runs in a memory cgroup (evaluation/memory.py): the workload's command is started through a
+launcher that enters it.
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from autopager.cli import compose
 from autopager.errors import ConfigError, StudyError
 from autopager.study import Study
 from autopager.workloads import Workload
+from memlimit import MemoryLimit
+from evaluation.memory import CGROUP_NAME, in_cgroup, memory_limit
 from evaluation.plan import Plan, Size, StudySpec
 from evaluation.studytable import load_study
 
@@ -86,9 +90,11 @@ def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[s
         prepare(workload, prepared)
     except subprocess.CalledProcessError as error:
         raise StudyError(f"generating the data of {spec.workload} failed: {error}") from None
-    with open_dict(config):
-        config.workload.prepare = None
-    Study(config, space_name=choices.get("space", "default")).run()
+    with MemoryLimit(memory_limit(workload, plan.size(spec.workload, spec.scale)), name=CGROUP_NAME) as cgroup:
+        with open_dict(config):
+            config.workload.prepare = None
+            config.workload.command = in_cgroup(config.workload.command, cgroup.path)
+        Study(config, space_name=choices.get("space", "default")).run()
 
 
 def limit_optimizer_threads() -> None:

@@ -1,0 +1,40 @@
+"""This machine, described for the summary (the paper's Table II): CPU, cores, memory, storage, kernel."""
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from autopager.params import format_size, system_page_size
+from autopager.profiles import memory_bytes
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def storage(path: Path) -> str:
+    """The block device holding ``path``, as /sys describes it."""
+    device = os.stat(path).st_dev
+    block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
+    if not block.exists():
+        return "unknown"
+    name = block.resolve().name
+    queue = block / "queue" if (block / "queue").exists() else block.parent / "queue"
+    rotational = (queue / "rotational").read_text().strip() if (queue / "rotational").exists() else "?"
+    size = int((block / "size").read_text()) * 512 if (block / "size").exists() else 0
+    kind = "virtual disk" if name.startswith("vd") else "rotational" if rotational == "1" else "SSD"
+    return f"/dev/{name} ({kind}, {format_size(size >> 30 << 30)})"
+
+
+def describe(data_dir: Path) -> list[tuple[str, str]]:
+    return [
+        ("CPU", f"{cpu_model()}, {os.cpu_count()} hardware threads"),
+        ("memory", format_size(memory_bytes() >> 30 << 30)),
+        ("storage of the data", f"{storage(data_dir)}"),
+        ("kernel", f"Linux {platform.release()}, {format_size(system_page_size())} pages"),
+        ("host", platform.node()),
+    ]
