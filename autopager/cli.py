@@ -20,7 +20,7 @@ from autopager.params import PARAMETERS, system_page_size, to_environment
 from autopager.profiles import ProfileError, default_profile_dir, find_profile, list_profiles
 from autopager.progress import format_value, speedup
 from autopager.runner import Runner
-from autopager.space import show_params
+from autopager.space import Space, show_params
 from autopager.strategies import STRATEGIES
 from autopager.workloads import Workload, available, config_dir
 
@@ -119,36 +119,31 @@ def tune(overrides: Sequence[str]) -> int:
 def run(overrides: Sequence[str]) -> int:
     config, _ = compose(overrides)
     workload = Workload.from_config(config.workload, config.data_dir)
+    runner = Runner.from_config(workload, config.runner)
     workload.check()
-    directory = Path(config.profile_dir).expanduser()
     try:
-        profile = find_profile(config.profile or workload.name, directory)
+        profile = find_profile(config.profile or workload.name, Path(config.profile_dir).expanduser())
     except ProfileError:
         if config.profile:
             raise
         profile = None
+    found_on = ((profile.data.get("found_on") or {}).get("workload") or {}) if profile else {}
+    same_data = all(found_on.get(knob) == value for knob, value in workload.knobs.items())
     if profile:
         params, label = profile.params, f"profile {profile.name}"
-        found = (profile.data.get("found_on") or {}).get("workload") or {}
-        differing = {k: v for k, v in workload.knobs.items() if k in found and found[k] != v}
-        if differing:
-            print(f"note: the profile was found with {found}, this run has {differing}")
+        if not same_data:
+            print(f"note: the profile was found with {found_on}, this run has {workload.knobs}")
     else:
-        from autopager.space import Space
         params, label = Space({}, config.baseline).defaults, "the defaults (no profile yet)"
-    runner = Runner(workload, int(config.runner.repeats), config.runner.page_cache, int(config.runner.stderr_lines))
     print(f"running {workload.name} with {label}: {show_params(params)}", flush=True)
     prepared = runner.prepare()
     if not prepared.ok:
-        print(f"autopager: the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}", file=sys.stderr)
-        return 1
-    timeout = config.runner.timeout or workload.timeout or config.runner.first_timeout
-    result = runner.measure(params, float(timeout))
+        raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}".rstrip())
+    result = runner.measure(params, float(config.runner.timeout or workload.timeout or config.runner.first_timeout))
     if not result.ok:
-        print(f"autopager: the run failed: {result.error}\n{result.stderr_tail}".rstrip(), file=sys.stderr)
-        return 1
+        raise StudyError(f"the run failed: {result.error}\n{result.stderr_tail}".rstrip())
     line = f"{workload.metric}: {format_value(result.value, workload.metric)}"
-    default = profile.data.get("default_value") if profile else None
+    default = profile.data.get("default_value") if profile and same_data else None
     if default:
         line += (f"  (the defaults: {format_value(default, workload.metric)} when tuned; "
                  f"{speedup(result.value, default, workload.goal):.2f}x)")

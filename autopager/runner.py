@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from autopager.errors import ConfigError
 from autopager.params import ENV_VARS, to_environment
 from autopager.workloads import Workload
 
@@ -87,14 +88,22 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
 class Runner:
     def __init__(self, workload: Workload, repeats: int = 1, page_cache: str = "auto", stderr_lines: int = 20):
         if page_cache not in PAGE_CACHE_MODES:
-            raise ValueError(f"runner.page_cache must be one of {', '.join(PAGE_CACHE_MODES)}, not {page_cache!r}")
+            raise ValueError(f"page_cache must be one of {', '.join(PAGE_CACHE_MODES)}, not {page_cache!r}")
         if repeats < 1:
-            raise ValueError(f"runner.repeats must be at least 1, not {repeats}")
+            raise ValueError(f"repeats must be at least 1, not {repeats}")
         self.workload = workload
         self.repeats = repeats
         self.page_cache = page_cache
         self.stderr_lines = stderr_lines
         self._can_drop = page_cache == "auto" and os.geteuid() == 0
+
+    @classmethod
+    def from_config(cls, workload: Workload, settings: Mapping[str, Any]) -> "Runner":
+        """A runner from the ``runner`` settings; bad settings are a ConfigError."""
+        try:
+            return cls(workload, int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]))
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"runner: {error}") from None
 
     def empty_page_cache(self) -> None:
         if self.page_cache == "keep":

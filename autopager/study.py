@@ -76,11 +76,7 @@ class Study:
         self.baseline = self.space.defaults
         check_settings(config.strategy)
         self.strategy_name = config.strategy.name
-        try:
-            self.runner = Runner(self.workload, int(config.runner.repeats), config.runner.page_cache,
-                                 int(config.runner.stderr_lines))
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
+        self.runner = Runner.from_config(self.workload, config.runner)
         name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size)
         self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
         self._check_resumable()
