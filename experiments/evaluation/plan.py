@@ -39,15 +39,16 @@ class Size:
         return format_size(self.buffer_bytes // PAGE_SIZE_FRACTION)
 
 
-# data about eight times the buffer at both scales; the large one four times the small one
+# data about eight times the buffer at both scales, the large one twice the small one: what a two-core
+# machine runs out of core, in a noisy hour, with every method (trials take 1-3 s at the small size)
 SIZES = {
     "full": {
-        "bfs": {SMALL: Size(19, "8MiB"), LARGE: Size(21, "32MiB")},
-        "sort": {SMALL: Size(32, "4MiB"), LARGE: Size(128, "16MiB")},
-        "kv_readseq": {SMALL: Size(64, "8MiB"), LARGE: Size(256, "32MiB")},
-        "kv_readrandom": {SMALL: Size(64, "8MiB"), LARGE: Size(256, "32MiB")},
-        "kv_readreverse": {SMALL: Size(64, "8MiB"), LARGE: Size(256, "32MiB")},
-        "lookup": {SMALL: Size(64, "8MiB"), LARGE: Size(256, "32MiB")},
+        "bfs": {SMALL: Size(17, "2MiB"), LARGE: Size(18, "4MiB")},
+        "sort": {SMALL: Size(8, "1MiB"), LARGE: Size(16, "2MiB")},
+        "kv_readseq": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
+        "kv_readrandom": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
+        "kv_readreverse": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
+        "lookup": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
     },
     "quick": {
         "bfs": {SMALL: Size(13, "256KiB"), LARGE: Size(14, "512KiB")},
@@ -72,7 +73,7 @@ class Budget:
 
 
 BUDGETS = {
-    "full": Budget(ax_initialization=10, ax_trials=30, large_ax_trials=30, search_trials=30, grid_trials=None,
+    "full": Budget(ax_initialization=10, ax_trials=30, large_ax_trials=30, search_trials=20, grid_trials=None,
                    confirm_repeats=3),
     "quick": Budget(ax_initialization=3, ax_trials=5, large_ax_trials=5, search_trials=5, grid_trials=6,
                     confirm_repeats=1),

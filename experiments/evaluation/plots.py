@@ -18,6 +18,8 @@ from evaluation.studytable import load_study  # noqa: E402
 BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
 LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",
           TRANSFER: "small's Ax parameters", "coordinate": "coordinate descent", "random": "random search"}
+COLORS = {"pagesize": "tab:blue", "grid": "tab:orange", "ax": "tab:green", "mmap": "tab:red", TRANSFER: "tab:olive",
+          "coordinate": "tab:purple", "random": "tab:gray"}
 
 
 def plot_speedups(figures: pd.DataFrame, path: Path) -> None:
@@ -29,7 +31,7 @@ def plot_speedups(figures: pd.DataFrame, path: Path) -> None:
         if table.empty:
             ax.set_title(f"{scale}: not run")
             continue
-        table.rename(columns=LABELS).plot.bar(ax=ax, rot=30, width=0.8)
+        table.rename(columns=LABELS).plot.bar(ax=ax, rot=30, width=0.8, color=[COLORS[m] for m in table.columns])
         ax.axhline(1, color="black", linewidth=0.8)
         ax.set_yscale("log")
         ax.set_title(f"{scale} data: speedup over the default parameters")
@@ -64,7 +66,7 @@ def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Pa
         for method in CONVERGENCE_METHODS:
             curve = convergence(places.study(SMALL, workload, method), float(reference.value.iloc[0]))
             if curve is not None:
-                ax.step(curve.elapsed, curve.speedup, where="post", label=LABELS[method])
+                ax.step(curve.elapsed, curve.speedup, where="post", label=LABELS[method], color=COLORS[method])
         ax.axhline(1, color="black", linewidth=0.6)
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlabel("tuning time (s, wall, the optimizer's own time included)")

@@ -70,9 +70,10 @@ class StudyResult:
 
     def elapsed(self) -> pd.Series:
         """Seconds from the study's first trial start to the end of each trial, the strategy's own time
-        (Ax's model fits) included. A resumed study also counts the time it was stopped."""
+        (Ax's model fits) included. A resumed study also counts the time it was stopped. The start times
+        are whole seconds: the ends are kept in order."""
         started = pd.to_datetime(self.trials.started, utc=True)
-        return (started - started.min()).dt.total_seconds() + self.trials.seconds.fillna(0)
+        return ((started - started.min()).dt.total_seconds() + self.trials.seconds.fillna(0)).cummax()
 
     def wall_seconds(self) -> float:
         return float(self.elapsed().max()) if len(self.trials) else 0.0
