@@ -110,6 +110,8 @@ void FillerPool::serve() {
         lock.lock();
         continue;
       }
+      // Nothing was pending: hand the role on while this filler does read-ahead.
+      if (idle_fillers_ > 0) idle_.notify_one();
     }
     if (!speculative_.empty()) {
       PageRef page = std::move(speculative_.front());
@@ -120,6 +122,8 @@ void FillerPool::serve() {
       lock.lock();
       continue;
     }
+    // Never sleep while nobody reads the userfaultfd: take the role, waiting on it this time.
+    if (!reader_active_) continue;
     ++idle_fillers_;
     idle_.wait(lock);
     --idle_fillers_;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <thread>
 #include <unordered_map>
 
@@ -109,6 +110,37 @@ TEST(Concurrency, ManyThreadsReadAndWriteUnderEvictionPressure) {
     wrong += got != expected;
   }
   EXPECT_EQ(wrong, 0u);
+}
+
+// Read-ahead keeps fillers busy with speculative fills while faults arrive: the fault-reader role
+// must never be left vacant (a regression: every filler asleep, a thread blocked in a fault forever).
+TEST(Concurrency, ReadAheadWithFewFillersNeverStallsAFault) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = 4 * system_page_size();
+  const std::uint64_t pages = 2048;
+  testing::ScratchFile file(pages * page, 21);
+  Config config = testing::small_config(page, 256, 2);
+  config.read_ahead = 4;
+  Pager pager(config);
+  auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), pages * page));
+  const std::uint64_t count = pages * page / 8;
+  // Two threads sweep their halves from both ends at once, reading and writing, as a partition does.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      std::uint64_t lo = t * count / 2, hi = (t + 1) * count / 2 - 1;
+      for (int sweep = 0; sweep < 3; ++sweep, lo = t * count / 2, hi = (t + 1) * count / 2 - 1) {
+        while (lo < hi) {
+          std::swap(words[lo], words[hi]);
+          lo += 97;
+          hi -= 89;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(pager.unmap(words));
+  EXPECT_GT(pager.stats().evictions, 1000u);
 }
 
 }  // namespace
