@@ -1,0 +1,110 @@
+"""experiments/evaluate.py --quick: the whole evaluation pipeline at tiny sizes, with real workloads, the real
+tuner (Ax included) and the kernel's mmap in a memory cgroup, then checks that its outputs exist and agree
+with the study tables they were made from, and that a second run resumes without measuring again."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "experiments"))
+
+from evaluation.plan import LARGE, SMALL, TRANSFER, make_plan  # noqa: E402
+from evaluation.studytable import load_study  # noqa: E402
+from autopager.progress import speedup  # noqa: E402
+
+WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize
+METHODS = {SMALL: {"default", "mmap", "pagesize", "grid", "ax", "coordinate", "random"},
+           LARGE: {"default", "mmap", "pagesize", "ax", TRANSFER}}
+BUILT = (REPO / "build" / "workloads" / "kv").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
+
+needs_root_and_workloads = pytest.mark.skipif(
+    os.geteuid() != 0 or not BUILT,
+    reason="the evaluation drops the page cache and uses memory cgroups (root), and runs the built workloads")
+
+
+def evaluate(out, data, *extra):
+    return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--quick", "--out", str(out),
+                           "--data-dir", str(data), "--workloads", ",".join(WORKLOADS), *extra],
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out, data = tmp_path_factory.mktemp("evaluation"), tmp_path_factory.mktemp("data")
+    run = evaluate(out, data)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return out, data
+
+
+def test_the_full_plan_runs_every_method_on_every_workload():
+    plan = make_plan("full")
+    labels = [step.label for step in plan.steps]
+    assert len(labels) == len(set(labels))
+    for workload in plan.workloads:
+        for scale, methods in METHODS.items():
+            assert {label.split("/")[2] for label in labels if label.startswith(f"{scale}/{workload}/")} >= methods
+        small, large = plan.size(workload, SMALL), plan.size(workload, LARGE)
+        assert large.size > small.size and large.buffer_bytes >= small.buffer_bytes
+    assert plan.budget.ax_initialization == 10 and plan.budget.ax_trials == 30
+    # the transfer needs the small size's Ax study first
+    assert labels.index(f"{LARGE}/bfs/{TRANSFER}") > labels.index(f"{SMALL}/bfs/ax")
+
+
+@needs_root_and_workloads
+def test_quick_evaluation_writes_every_output(quick):
+    out, _ = quick
+    for name in ("figures.csv", "summary.md", "speedups.png", "convergence.png", "steps.csv"):
+        assert (out / name).stat().st_size > 0, name
+    for plot in ("speedups.png", "convergence.png"):
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = (out / "summary.md").read_text()
+    for heading in ("## Machine", "## Figure 2", "## Ax against grid", "kernel's mmap", "## Table III",
+                    "## Tuning time", "## Findings", "## Noise"):
+        assert heading in summary, heading
+    for workload in WORKLOADS:
+        assert f"| {workload} |" in summary
+    steps = pd.read_csv(out / "steps.csv", dtype={"error": str})
+    assert len(steps) == len(make_plan("quick", WORKLOADS).steps)
+
+
+@needs_root_and_workloads
+def test_figures_agree_with_the_study_tables(quick):
+    out, _ = quick
+    figures = pd.read_csv(out / "figures.csv")
+    for workload in WORKLOADS:
+        for scale, methods in METHODS.items():
+            rows = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method")
+            assert set(rows.index) == methods, (workload, scale)
+            goal = rows.goal.iloc[0]
+            assert rows.loc["default", "speedup_vs_default"] == pytest.approx(1.0)
+            for method in methods - {"default", "mmap"}:
+                study = load_study(out / "studies" / scale / workload / method)
+                assert rows.loc[method, "trials"] == len(study.trials)
+                assert rows.loc[method, "value"] == pytest.approx(study.best().value)
+                expected = speedup(rows.loc[method, "value"], rows.loc["default", "value"], goal)
+                assert rows.loc[method, "speedup_vs_default"] == pytest.approx(expected)
+            mmap = rows.loc["mmap", "value"]
+            if pd.notna(mmap):
+                assert rows.loc["ax", "speedup_vs_mmap"] == pytest.approx(speedup(rows.loc["ax", "value"], mmap, goal))
+        ax = load_study(out / "studies" / SMALL / workload / "ax")
+        assert (ax.trials.kind == "search").sum() == make_plan("quick").budget.ax_trials
+        transfer = load_study(out / "studies" / LARGE / workload / TRANSFER)
+        params = ax.best_params()
+        assert {k: transfer.trials[k].iloc[0] for k in params if k != "buffer_size"} == \
+            {k: v for k, v in params.items() if k != "buffer_size"}
+
+
+@needs_root_and_workloads
+def test_a_second_run_resumes_without_measuring_again(quick):
+    out, data = quick
+    before = {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")}
+    run = evaluate(out, data, "--workloads", WORKLOADS[0])
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    after = {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")}
+    assert after == before
