@@ -49,8 +49,11 @@ class AxStrategy(Strategy):
         super().__init__(space, goal, settings, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            import torch
             from ax import Client, RangeParameterConfig
         quiet_ax()
+        if settings.get("threads"):
+            torch.set_num_threads(int(settings["threads"]))
         self.pending: dict[Key, int] = {}
         self.client = None
         if not space.dimensions:
