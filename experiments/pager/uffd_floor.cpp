@@ -67,12 +67,19 @@ void* map_anonymous(std::size_t bytes) {
   return p;
 }
 
-// Answers one fault: the page (of `page` bytes) at the same offset in `source`, installed with UFFDIO_COPY.
+// Answers one fault: the page (of `page` bytes) at the same offset in `source`, installed with UFFDIO_COPY
+// (EEXIST: the kernel repeated the event of a page already in). A copy that the kernel cuts short
+// (EAGAIN, or a transient ENOENT seen once with 4 MiB pages on this kernel) is resumed after the part
+// already copied. The region ends with one sentinel page that the application touches after its timed
+// touches: its fault tells the handlers to stop.
 struct Installer {
   int uffd;
   char* region;
   const char* source;
   std::size_t page;
+  std::uintptr_t sentinel;  // address of the sentinel page
+
+  bool is_sentinel(std::uintptr_t address) const { return address >= sentinel; }
 
   void install(std::uintptr_t address) const {
     const std::uintptr_t offset = (address & ~(page - 1)) - reinterpret_cast<std::uintptr_t>(region);
@@ -80,7 +87,15 @@ struct Installer {
     copy.dst = reinterpret_cast<std::uintptr_t>(region) + offset;
     copy.src = reinterpret_cast<std::uintptr_t>(source + offset);
     copy.len = page;
-    if (ioctl(uffd, UFFDIO_COPY, &copy) != 0 && errno != EEXIST) fail("UFFDIO_COPY");
+    for (int attempt = 0; ioctl(uffd, UFFDIO_COPY, &copy) != 0; ++attempt) {
+      if (errno == EEXIST) return;
+      if ((errno != EAGAIN && errno != ENOENT) || attempt == 100) fail("UFFDIO_COPY");
+      const auto done = static_cast<std::uint64_t>(copy.copy > 0 ? copy.copy : 0);
+      copy.dst += done;
+      copy.src += done;
+      copy.len -= done;
+      copy.copy = 0;
+    }
   }
 };
 
@@ -96,8 +111,12 @@ std::uintptr_t read_fault(int uffd) {
 }
 
 // The floor: the thread that reads the event installs the page.
-void serve_directly(const Installer& in, std::size_t faults) {
-  for (std::size_t served = 0; served < faults; ++served) in.install(read_fault(in.uffd));
+void serve_directly(const Installer& in) {
+  for (;;) {
+    const std::uintptr_t address = read_fault(in.uffd);
+    in.install(address);
+    if (in.is_sentinel(address)) return;
+  }
 }
 
 // One hand-off between a reader and a worker, as in a pager's fault reader and filler.
@@ -131,22 +150,28 @@ class Handoff {
   std::atomic<std::size_t> pending_{0};
 };
 
-void serve_through_worker(const Installer& in, std::size_t faults, bool spin) {
+void serve_through_worker(const Installer& in, bool spin) {
   Handoff handoff(spin);
   std::thread worker([&] {
-    for (std::size_t served = 0; served < faults; ++served) in.install(handoff.pop());
+    for (;;) {
+      const std::uintptr_t address = handoff.pop();
+      in.install(address);
+      if (in.is_sentinel(address)) return;
+    }
   });
-  for (std::size_t read = 0; read < faults; ++read) handoff.push(read_fault(in.uffd));
+  for (std::uintptr_t address = 0; !in.is_sentinel(address);) {
+    address = read_fault(in.uffd);
+    handoff.push(address);
+  }
   worker.join();
 }
 
 // N handlers, each waiting on the (now non-blocking) userfaultfd through its own epoll set with
-// EPOLLEXCLUSIVE; the one that serves the last fault signals `done` to the others.
-void serve_exclusive(const Installer& in, std::size_t faults, unsigned handlers) {
+// EPOLLEXCLUSIVE; the one that serves the sentinel signals `done` to the others.
+void serve_exclusive(const Installer& in, unsigned handlers) {
   if (fcntl(in.uffd, F_SETFL, fcntl(in.uffd, F_GETFL) | O_NONBLOCK) != 0) fail("fcntl(O_NONBLOCK)");
   const int done = eventfd(0, EFD_CLOEXEC);
   if (done < 0) fail("eventfd");
-  std::atomic<std::size_t> served{0};
   auto handler = [&] {
     const int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) fail("epoll_create1");
@@ -163,8 +188,9 @@ void serve_exclusive(const Installer& in, std::size_t faults, unsigned handlers)
       const ssize_t n = read(in.uffd, &msg, sizeof msg);
       if (n == static_cast<ssize_t>(sizeof msg)) {
         if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
-        in.install(static_cast<std::uintptr_t>(msg.arg.pagefault.address));
-        if (served.fetch_add(1) + 1 == faults) {
+        const auto address = static_cast<std::uintptr_t>(msg.arg.pagefault.address);
+        in.install(address);
+        if (in.is_sentinel(address)) {
           const std::uint64_t one = 1;
           if (write(done, &one, sizeof one) != sizeof one) fail("write(eventfd)");
         }
@@ -269,15 +295,15 @@ int main(int argc, char** argv) try {
   const std::size_t bytes = opt.mib << 20;
   const std::size_t pages = bytes / page;
 
-  char* source = static_cast<char*>(map_anonymous(bytes));
-  for (std::size_t off = 0; off < bytes; off += system_page)
+  char* source = static_cast<char*>(map_anonymous(bytes + page));
+  for (std::size_t off = 0; off < bytes + page; off += system_page)
     std::memset(source + off, static_cast<int>((off / system_page) & 0xff), system_page);
-  char* region = static_cast<char*>(map_anonymous(bytes));
+  char* region = static_cast<char*>(map_anonymous(bytes + page));
 
   int uffd = open_userfaultfd();
   uffdio_register reg{};
   reg.range.start = reinterpret_cast<std::uintptr_t>(region);
-  reg.range.len = bytes;
+  reg.range.len = bytes + page;
   reg.mode = UFFDIO_REGISTER_MODE_MISSING;
   if (ioctl(uffd, UFFDIO_REGISTER, &reg) != 0) fail("UFFDIO_REGISTER");
 
@@ -286,11 +312,11 @@ int main(int argc, char** argv) try {
   if (!opt.sequential) std::shuffle(order.begin(), order.end(), std::mt19937_64(opt.seed));
   std::vector<double> latency_us(pages);
 
-  const Installer installer{uffd, region, source, page};
+  const Installer installer{uffd, region, source, page, reinterpret_cast<std::uintptr_t>(region + bytes)};
   std::thread handler([&] {
-    if (opt.handlers > 1) serve_exclusive(installer, pages, opt.handlers);
-    else if (opt.handoff == HandoffMode::none) serve_directly(installer, pages);
-    else serve_through_worker(installer, pages, opt.handoff == HandoffMode::spin);
+    if (opt.handlers > 1) serve_exclusive(installer, opt.handlers);
+    else if (opt.handoff == HandoffMode::none) serve_directly(installer);
+    else serve_through_worker(installer, opt.handoff == HandoffMode::spin);
   });
   std::uint64_t checksum = 0;
   const Usage before = usage();
@@ -303,8 +329,9 @@ int main(int argc, char** argv) try {
     latency_us[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  handler.join();
   const Usage after = usage();
+  (void)*static_cast<const volatile char*>(region + bytes);  // the sentinel: the handlers stop
+  handler.join();
 
   std::uint64_t expected = 0;
   for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
