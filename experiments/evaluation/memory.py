@@ -8,22 +8,38 @@ file cached. In the cgroup, both are limited to the same memory: the buffer, the
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 from bench_workloads import private_memory
+from memlimit import MemoryLimit
 from autopager.workloads import Workload
 from evaluation.plan import Size
 
 HEADROOM = 12 << 20  # bfs alone peaks at ~10 MiB on tiny data
-CGROUP_NAME = "autopager-evaluation"  # fixed, so that a resumed study has the same command
 LAUNCHER = Path(__file__).resolve().parent / "incgroup.py"
+VARIABLE = "AUTOPAGER_EVALUATION_CGROUP"  # read by the launcher
 
 
 def memory_limit(workload: Workload, size: Size) -> int:
     return size.buffer_bytes + private_memory(workload) + HEADROOM
 
 
-def in_cgroup(command: str, cgroup: Path) -> str:
-    """The workload's command template, started inside ``cgroup``."""
-    return f"{sys.executable} -S {LAUNCHER} {cgroup} {command}"
+def in_cgroup(command: str) -> str:
+    """The workload's command template, started inside the cgroup of ``limited``."""
+    return f"{sys.executable} -S {LAUNCHER} {command}"
+
+
+@contextlib.contextmanager
+def limited(limit_bytes: int) -> Iterator[MemoryLimit]:
+    """A memory cgroup of this process's own (evaluations may run side by side) for the commands started
+    through ``in_cgroup`` meanwhile."""
+    with MemoryLimit(limit_bytes) as cgroup:
+        os.environ[VARIABLE] = str(cgroup.path)
+        try:
+            yield cgroup
+        finally:
+            del os.environ[VARIABLE]

@@ -18,8 +18,7 @@ from autopager.cli import compose
 from autopager.errors import ConfigError, StudyError
 from autopager.study import Study
 from autopager.workloads import Workload
-from memlimit import MemoryLimit
-from evaluation.memory import CGROUP_NAME, in_cgroup, memory_limit
+from evaluation.memory import in_cgroup, limited, memory_limit
 from evaluation.plan import Plan, Size, StudySpec
 from evaluation.studytable import load_study
 
@@ -90,10 +89,10 @@ def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[s
         prepare(workload, prepared)
     except subprocess.CalledProcessError as error:
         raise StudyError(f"generating the data of {spec.workload} failed: {error}") from None
-    with MemoryLimit(memory_limit(workload, plan.size(spec.workload, spec.scale)), name=CGROUP_NAME) as cgroup:
-        with open_dict(config):
-            config.workload.prepare = None
-            config.workload.command = in_cgroup(config.workload.command, cgroup.path)
+    with open_dict(config):
+        config.workload.prepare = None
+        config.workload.command = in_cgroup(config.workload.command)
+    with limited(memory_limit(workload, plan.size(spec.workload, spec.scale))):
         Study(config, space_name=choices.get("space", "default")).run()
 
 
