@@ -129,7 +129,7 @@ class Runner:
     def prepare(self) -> Measurement:
         """Run the workload's preparation (data generation) once, untimed and without paging parameters."""
         argv = self.workload.prepare_argv()
-        return self._execute(argv, environment({}), timeout=None) if argv else Measurement(ok=True)
+        return self._execute(argv, environment({}), timeout=None)[0] if argv else Measurement(ok=True)
 
     def measure(self, params: Mapping[str, Any], timeout: float) -> Measurement:
         """Run ``repeats`` times (stopping at the first failure) and keep the median."""
@@ -137,7 +137,7 @@ class Runner:
         values, stats, wall = [], {}, 0.0
         for _ in range(self.repeats):
             self.empty_page_cache()
-            run = self._execute(self.workload.argv(), env, timeout)
+            run = self._result(*self._execute(self.workload.argv(), env, timeout))
             wall += run.wall_seconds
             if not run.ok:
                 run.wall_seconds, run.values = wall, values
@@ -147,14 +147,16 @@ class Runner:
         return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall,
                            exit_code=0, stats=stats)
 
-    def _execute(self, argv: Sequence[str], env: Mapping[str, str], timeout: float | None) -> Measurement:
+    def _execute(self, argv: Sequence[str], env: Mapping[str, str],
+                 timeout: float | None) -> tuple[Measurement, str]:
+        """Run a command to its end: whether it exited with status 0, and its standard output."""
         start = time.perf_counter()
         try:
             process = subprocess.Popen(argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True, errors="replace",
                                        start_new_session=True)
         except OSError as error:
-            return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}")
+            return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}"), ""
         timed_out = False
         try:
             stdout, stderr = process.communicate(timeout=timeout)
@@ -171,16 +173,24 @@ class Runner:
         code = process.returncode
         if timed_out or code != 0:
             return Measurement(ok=False, wall_seconds=wall, exit_code=None if timed_out else code,
-                               error=describe_exit(code, timed_out, timeout or 0), stderr_tail=tail)
+                               error=describe_exit(code, timed_out, timeout or 0), stderr_tail=tail), stdout
+        return Measurement(ok=True, wall_seconds=wall, exit_code=code, stderr_tail=tail), stdout
+
+    def _result(self, run: Measurement, stdout: str) -> Measurement:
+        """The run with its metric: the result line's value, or the wall time where the workload allows."""
+        if not run.ok:
+            return run
         result = last_json_object(stdout)
         if result is not None and "value" in result:
             value, error = result_value(result)
-            stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
+            stats = result.get("stats")
+            run.stats = stats if isinstance(stats, dict) else {}
         elif self.workload.time_process:
-            value, error, stats = wall, "", {}
+            value, error = run.wall_seconds, ""
         else:
-            value, error, stats = None, no_result(stdout), {}
+            value, error = None, no_result(stdout)
         if value is None:
-            return Measurement(ok=False, wall_seconds=wall, exit_code=code, error=error, stderr_tail=tail)
-        return Measurement(ok=True, value=value, values=[value], wall_seconds=wall, exit_code=code,
-                           stderr_tail=tail, stats=stats)
+            run.ok, run.error = False, error
+        else:
+            run.value, run.values = value, [value]
+        return run

@@ -1,4 +1,6 @@
-"""The tuner on a real workload program (sort, at a tiny out-of-core size) when the workloads are built."""
+"""The tuner on real workload programs at tiny out-of-core sizes, when the workloads are built."""
+import glob
+
 import pandas as pd
 import pytest
 
@@ -7,11 +9,15 @@ from autopager.errors import ConfigError
 from autopager.workloads import locate_bin
 
 
-def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
+def require(program):
     try:
-        locate_bin("sort")
+        locate_bin(program)
     except ConfigError as error:
         pytest.skip(f"the workload programs are not built: {error}")
+
+
+def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
+    require("sort")
     assert main(["tune", "workload=sort", "workload.size=8", "workload.buffer_size=2MiB", "strategy=pagesize",
                  "space.page_size.max=256KiB", "runner.page_cache=evict"]) == 0
     table = pd.read_csv("outputs/sort/pagesize-size8/trials.csv")
@@ -19,3 +25,16 @@ def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
     best = table.loc[table.value.idxmin()]
     assert best.page_size > 4096 and best.value < table.value[0] / 1.5  # larger pages beat the defaults
     assert "speedup over defaults:" in capsys.readouterr().out
+
+
+def test_bfs_prepares_its_data_once_and_runs_with_its_profile(tuner_home, capsys):
+    require("bfs")
+    common = ["workload=bfs", "workload.size=10", "workload.buffer_size=256KiB", "space.page_size.max=64KiB",
+              "runner.page_cache=evict"]
+    assert main(["tune", *common, "strategy=random", "strategy.trials=3"]) == 0
+    assert glob.glob(str(tuner_home / "data" / "bfs-s10.*")), "prepare did not generate the graph"
+    table = pd.read_csv("outputs/bfs/random-size10/trials.csv")
+    assert list(table.status) == ["ok"] * 4, table.error.tolist()
+    capsys.readouterr()
+    assert main(["run", *common]) == 0
+    assert "with profile bfs/size=10,threads=2@" in capsys.readouterr().out
