@@ -40,23 +40,23 @@ def show_params(params: Mapping[str, Any]) -> str:
     return " ".join(f"{name}={show(name, value)}" for name, value in params.items())
 
 
-def parse_value(name: str, value: Any) -> int:
-    """One value of a parameter, checked against what the pager accepts."""
+def parse_value(name: str, value: Any, where: str = "space") -> int:
+    """One value of a parameter, checked against what the pager accepts (``where``: the config section)."""
     try:
         number = parse_size(value) if name in SIZES else int(value)
         if not isinstance(value, (int, str)) or (not isinstance(value, str) and number != value):
             raise ValueError
     except (TypeError, ValueError):
-        raise ConfigError(f"space.{name}: {value!r} is not {'a size' if name in SIZES else 'an integer'}") from None
+        raise ConfigError(f"{where}.{name}: {value!r} is not {'a size' if name in SIZES else 'an integer'}") from None
     low, high = LIMITS[name]
     if number < low or (high is not None and number > high):
         bounds = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigError(f"space.{name}: {value} is out of range (must be {bounds})")
+        raise ConfigError(f"{where}.{name}: {value} is out of range (must be {bounds})")
     if name == "page_size":
         page = system_page_size()
         if number % page or (number // page) & (number // page - 1):
             raise ConfigError(
-                f"space.page_size: {show(name, number)} is not a power-of-two multiple of the system page "
+                f"{where}.page_size: {show(name, number)} is not a power-of-two multiple of the system page "
                 f"({show(name, page)}): use {', '.join(show(name, page << k) for k in range(4))}, ...")
     return number
 
@@ -66,14 +66,6 @@ class Dimension:
     """A searched parameter and its sampled values, ascending."""
     name: str
     values: tuple[int, ...]
-
-    @property
-    def low(self) -> int:
-        return self.values[0]
-
-    @property
-    def high(self) -> int:
-        return self.values[-1]
 
     def nearest(self, value: int) -> int:
         return min(self.values, key=lambda v: (abs(v - value), v))
@@ -125,7 +117,7 @@ class Space:
         if unknown:
             raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; the parameters are: "
                               f"{', '.join(PARAMETERS)}")
-        self.defaults = {name: parse_value(name, defaults[name]) for name in PARAMETERS
+        self.defaults = {name: parse_value(name, defaults[name], "baseline") for name in PARAMETERS
                          if defaults.get(name) is not None}
         self.fixed: Params = {}
         self.dimensions: dict[str, Dimension] = {}
@@ -208,7 +200,7 @@ class Space:
 
     def start(self) -> Params:
         """The defaults moved into the space: the nearest sampled value of each searched parameter."""
-        params = self.complete({n: d.nearest(self.defaults.get(n, d.low)) for n, d in self.dimensions.items()})
+        params = self.complete({n: d.nearest(self.defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
         if not self.feasible(params):
             pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]
             params[LOW], params[HIGH] = min(
