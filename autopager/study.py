@@ -146,35 +146,15 @@ class Study:
         return self.config.budget.trials if self.config.budget.trials is not None else planned
 
     def run(self) -> dict[str, Any]:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
-        resumed = len(self.table.rows)
-        self.progress.print(f"study {self.directory} ({'resuming after ' + str(resumed) + ' trials' if resumed else 'new'})"
-                            f": workload {self.workload.name}, strategy {self.strategy_name}\nspace:\n"
-                            f"{self.space.describe()}")
-        if self.workload.prepare:
-            self.progress.print("preparing the workload (its data is reused when complete)...")
-        prepared = self.runner.prepare()
-        if not prepared.ok:
-            raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
-        default = next(iter(self.ok_rows("default")), None)
-        if default is None:
-            self.progress.running(len(self.table.rows), None, self.baseline)
-            default = self.measure(self.baseline, "default", self.timeout(None))
-            self.report(default, None)
-            if default["status"] != "ok":
-                raise StudyError(f"the defaults' run failed: {default['error']}\n"
-                                 f"{default['stderr_tail'] or ''}".rstrip())
+        """Measure the defaults (unless a resumed study has), then the strategy's trials; the summary."""
+        self.begin()
+        default = self.defaults()
         strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                  int(self.config.seed))
-        for row in self.table.rows:
+        for row in self.table.rows:  # the defaults, and a resumed study's trials
             strategy.tell(row_params(row), row["value"] if row["status"] == "ok" else None)
         limit = self.trial_limit(strategy.planned_trials())
-        minutes = self.config.budget.minutes
-        while limit is None or sum(row["kind"] == "search" for row in self.table.rows) < limit:
-            if minutes is not None and self.tuning_seconds() >= 60 * minutes:
-                self.progress.print(f"budget.minutes={minutes} reached")
-                break
+        while self.within_budget(limit):
             asked = time.perf_counter()
             params = strategy.ask()
             if params is None:
@@ -184,6 +164,41 @@ class Study:
             strategy.tell(params, row["value"] if row["status"] == "ok" else None)
             self.report(row, limit)
         return self.finish(default)
+
+    def begin(self) -> None:
+        """Create the study directory with the resolved configuration; prepare the workload."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
+        resumed = len(self.table.rows)
+        state = f"resuming after {resumed} trials" if resumed else "new"
+        self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
+                            f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
+        if self.workload.prepare:
+            self.progress.print("preparing the workload (its data is reused when complete)...")
+        prepared = self.runner.prepare()
+        if not prepared.ok:
+            raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
+
+    def defaults(self) -> dict[str, Any]:
+        """The defaults' trial: measured now unless the study already has it. Its failure ends the study."""
+        done = self.ok_rows("default")
+        if done:
+            return done[0]
+        self.progress.running(len(self.table.rows), None, self.baseline)
+        row = self.measure(self.baseline, "default", self.timeout(None))
+        self.report(row, None)
+        if row["status"] != "ok":
+            raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
+        return row
+
+    def within_budget(self, limit: int | None) -> bool:
+        if limit is not None and sum(row["kind"] == "search" for row in self.table.rows) >= limit:
+            return False
+        minutes = self.config.budget.minutes
+        if minutes is not None and self.tuning_seconds() >= 60 * minutes:
+            self.progress.print(f"budget.minutes={minutes} reached")
+            return False
+        return True
 
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
         best = self.best()

@@ -2,6 +2,7 @@
 import sys
 
 import pandas as pd
+import pytest
 
 from autopager.cli import main
 from conftest import TEST_WORKLOADS
@@ -18,7 +19,9 @@ def test_failed_trials_are_recorded_and_the_study_finishes(tuner_home, capsys):
     errors = table.error.fillna("")
     assert list(table.index) == [4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10]
     assert "killed by SIGABRT" in errors[8 << 10] and "about to crash" in table.stderr_tail[8 << 10]
-    assert "timed out after 2 s" in errors[16 << 10] and table.wall_seconds[16 << 10] < 10
+    derived = max(2, 2 * table.wall_seconds[4 << 10])  # runner.timeout_floor, timeout_factor x the defaults'
+    assert table.timeout[16 << 10] == pytest.approx(derived)
+    assert f"timed out after {derived:.3g} s" in errors[16 << 10] and table.wall_seconds[16 << 10] < derived + 5
     assert "not a JSON object" in errors[32 << 10] and "hello" in errors[32 << 10]
     assert "exited with status 3" in errors[64 << 10] and "bad input file" in table.stderr_tail[64 << 10]
     assert table.exit_code[64 << 10] == 3
