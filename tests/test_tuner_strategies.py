@@ -80,3 +80,9 @@ def test_budget_trials_caps_and_extends_a_study(tuner_home):
     tune("strategy=random", "budget.trials=4")  # the same study, resumed with a larger budget
     table = trials("random-size1")
     assert len(table) == 5 and not table.duplicated(list(OPTIMUM)).any()
+
+
+def test_budget_minutes_stops_starting_trials(tuner_home, capsys):
+    tune("strategy=random", "budget.minutes=0.0001")
+    assert len(trials("random-size1")) == 1
+    assert "budget.minutes=0.0001 reached" in capsys.readouterr().out
