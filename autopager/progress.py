@@ -48,7 +48,7 @@ class Progress:
             outcome = format_value(row["value"], self.metric)
         else:
             outcome = f"FAILED ({row['error']})"
-        gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if best and default else ""
+        gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if None not in (best, default) else ""
         shown = "defaults" if row["kind"] == "default" else show_params(
             {name: row[name] for name in self.searched})
         self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
