@@ -14,13 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autopager.cli import compose
 from autopager.params import format_size
 from autopager.runner import Runner, environment, last_json_object, result_value
 from autopager.workloads import Workload
 from evaluation.memory import memory_limit
 from evaluation.plan import KernelSpec, Plan
-from evaluation.studies import Places, prepare, workload_overrides
+from evaluation.studies import Places, compose_workload, prepare, workload_overrides
 from memlimit import MemoryLimit
 
 
@@ -58,7 +57,7 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
     if saved is not None:
         return saved
     size = plan.size(spec.workload, spec.scale)
-    config, _ = compose(workload_overrides(spec.workload, size, places))
+    config, _ = compose_workload(spec.workload, workload_overrides(spec.workload, size, places), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)
     limit = memory_limit(workload, size)

@@ -8,11 +8,12 @@ launcher that enters it.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import open_dict
+from omegaconf import DictConfig, open_dict
 
 from autopager.cli import compose
 from autopager.errors import ConfigError, StudyError
@@ -39,6 +40,16 @@ class Places:
 def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
     return [f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
             f"data_dir={places.data_dir}"]
+
+
+def compose_workload(workload: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
+    """The tuner's configuration for ``overrides``, with the plan's lookup count in the workload's command."""
+    config, choices = compose(overrides)
+    if workload in plan.lookups:
+        with open_dict(config):
+            config.workload.command = re.sub(r"--lookups \d+", f"--lookups {plan.lookups[workload]}",
+                                             config.workload.command)
+    return config, choices
 
 
 def fixed_overrides(params: dict[str, int]) -> list[str]:
@@ -83,7 +94,7 @@ def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:
 
 def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[str, ...]]) -> None:
     """Run (or resume) the study; raises StudyError or ConfigError when it cannot."""
-    config, choices = compose(study_overrides(spec, plan, places))
+    config, choices = compose_workload(spec.workload, study_overrides(spec, plan, places), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     try:
         prepare(workload, prepared)
