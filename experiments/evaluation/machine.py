@@ -1,12 +1,18 @@
 """This machine, described for the summary (the paper's Table II): CPU, cores, memory, storage, kernel."""
 from __future__ import annotations
 
+import datetime
+import hashlib
 import os
 import platform
+import re
 from pathlib import Path
+
+import yaml
 
 from autopager.params import format_size, system_page_size
 from autopager.profiles import memory_bytes
+from autopager.workloads import config_dir, locate_bin
 
 
 def cpu_model() -> str:
@@ -30,11 +36,29 @@ def storage(path: Path) -> str:
     return f"/dev/{name} ({kind}, {format_size(size >> 30 << 30)})"
 
 
-def describe(data_dir: Path) -> list[tuple[str, str]]:
+def program(workload: str) -> str:
+    """The executable a workload's config runs (``{bin}/NAME``)."""
+    command = yaml.safe_load((config_dir() / "workload" / f"{workload}.yaml").read_text())["command"]
+    return re.search(r"\{bin\}/([\w.-]+)", command).group(1)
+
+
+def programs(workloads: list[str]) -> str:
+    """Where the workload programs are, when they were built and their digests: the pager is linked in."""
+    names = sorted({program(workload) for workload in workloads})
+    shown = []
+    for name in names:
+        path = locate_bin(name) / name
+        built = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc)
+        shown.append(f"{name} {hashlib.sha256(path.read_bytes()).hexdigest()[:12]} ({built:%Y-%m-%d %H:%M} UTC)")
+    return f"{locate_bin(names[0])}: " + ", ".join(shown)
+
+
+def describe(data_dir: Path, workloads: list[str]) -> list[tuple[str, str]]:
     return [
         ("CPU", f"{cpu_model()}, {os.cpu_count()} hardware threads"),
         ("memory", format_size(memory_bytes() >> 30 << 30)),
         ("storage of the data", f"{storage(data_dir)}"),
         ("kernel", f"Linux {platform.release()}, {format_size(system_page_size())} pages"),
         ("host", platform.node()),
+        ("workload programs (sha256, built)", programs(workloads)),
     ]

@@ -152,7 +152,7 @@ def write_report(plan: Plan, places: Places, command: str) -> Path:
     plot_speedups(figures, out / "speedups.png")
     plot_convergence(figures, plan, places, out / "convergence.png")
     budget = plan.budget
-    machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir))
+    machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
     discussion = out / "discussion.md"
     sections = [
         f"# The AutoPager evaluation on this machine ({plan.mode} run)",

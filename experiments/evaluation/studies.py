@@ -2,7 +2,7 @@
 
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
 one only replays its table. The workload's data is generated here, once a process, before the study runs,
-and the study is given no preparation step (the tuner would run it again and expects a result line from it).
+and the study is given no preparation step (the tuner would run it again at every study).
 Every trial runs in a memory cgroup (evaluation/memory.py): the workload's command is started through a
 launcher that enters it.
 """
