@@ -2,9 +2,12 @@
 // one filler waits on the userfaultfd and reads up to max_fault_events events; it hands the role to an
 // idle filler, queues all but the first event for any idle filler, and serves the first itself. A lone
 // fault thus costs one wake-up, and a burst spreads over every idle filler, so a hot region gets more
-// fillers. Read-ahead and prefetch pages are queued behind the faults.
+// fillers. When fills are faster than waking another thread (a memory store, the page cache), the
+// reader keeps the role for a lone fault instead. Read-ahead and prefetch pages are queued behind the
+// faults.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -44,6 +47,7 @@ class FillerPool {
   // Reads fault events as the reader; waits for them only when `wait`.
   ReadResult read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults, bool wait);
   void serve_fault(const Fault& fault, char* io_buffer);
+  bool fills_are_fast() const;
 
   const Config& config_;
   Userfaultfd& uffd_;
@@ -51,6 +55,7 @@ class FillerPool {
   const RegionTable& regions_;
   StatsCounters& stats_;
   int stop_event_ = -1;
+  std::atomic<std::uint64_t> fill_ns_average_{0};  // moving average of one demand fill
 
   std::mutex mutex_;
   std::condition_variable idle_;
