@@ -22,7 +22,7 @@ from evaluation.studytable import StudyResult, load_study
 
 SEARCHES = ("default", "pagesize", "grid", "ax", "coordinate", "random")
 METHODS = ("default", "mmap", *SEARCHES[1:], TRANSFER)
-TUNED = ("pagesize", "grid", "ax", "coordinate", "random", TRANSFER)
+CONFIRMED = ("pagesize", "grid", "ax", TRANSFER)  # the tuned methods whose best is measured again
 COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "speedup_vs_default",
            "speedup_vs_mmap", "confirmed_value", "confirmed_speedup_vs_default", "confirmed_speedup_vs_mmap",
            "trials", "failed", "tuning_seconds", "wall_seconds", "time_to_best_seconds", *PARAMETERS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaluation.figures import defaults_spread
+from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
 from evaluation.studies import Places
 from evaluation.studytable import load_study
@@ -40,7 +40,7 @@ def workload_findings(figures: pd.DataFrame, workload: str, places: Places, spre
     found = []
     get = lambda scale, method, column="speedup_vs_default": value(figures, workload, scale, method, column)  # noqa: E731
     for scale in (SMALL, LARGE):
-        tuned = {m: get(scale, m) for m in ("pagesize", "grid", "ax", "coordinate", "random", TRANSFER)}
+        tuned = {m: get(scale, m) for m in CONFIRMED}
         tuned = {m: v for m, v in tuned.items() if v is not None}
         if tuned and max(tuned.values()) < WORTH_IT:
             found.append(f"**{workload} ({scale}): tuning does not pay**: the best method ({max(tuned, key=tuned.get)}) "

@@ -12,7 +12,7 @@ import pandas as pd
 
 from autopager.space import show
 from evaluation import markdown as md
-from evaluation.figures import collect, defaults_spread
+from evaluation.figures import CONFIRMED, collect, defaults_spread
 from evaluation.findings import findings
 from evaluation.kernel import load_kernel
 from evaluation.machine import describe
@@ -59,13 +59,14 @@ def ratio_of(a, b):
 
 
 def versus_kernel(figures: pd.DataFrame, plan: Plan) -> str:
+    """The kernel's mmap against the pager's defaults and against the best of the confirmed methods."""
     header = ["workload", "scale", "metric", "kernel mmap", "pager defaults", "defaults vs mmap",
               "best tuned (method)", "tuned vs mmap", "confirmed tuned vs mmap"]
     rows = []
     for w in plan.workloads:
         for scale in (SMALL, LARGE):
             part = figures[(figures.workload == w) & (figures.scale == scale)]
-            tuned = part[part.method.isin(["pagesize", "grid", "ax", "coordinate", "random", TRANSFER])]
+            tuned = part[part.method.isin(CONFIRMED)]
             tuned = tuned.dropna(subset=["speedup_vs_default"])
             if part.empty:
                 continue
