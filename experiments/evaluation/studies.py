@@ -16,7 +16,7 @@ from pathlib import Path
 from omegaconf import DictConfig, open_dict
 
 from autopager.cli import compose
-from autopager.errors import ConfigError, StudyError
+from autopager.errors import StudyError
 from autopager.study import Study
 from autopager.workloads import Workload
 from evaluation.memory import in_cgroup, limited, memory_limit
@@ -93,7 +93,7 @@ def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:
 
 
 def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[str, ...]]) -> None:
-    """Run (or resume) the study; raises StudyError or ConfigError when it cannot."""
+    """Run (or resume) the study; raises StudyError (or the tuner's ConfigError) when it cannot."""
     config, choices = compose_workload(spec.workload, study_overrides(spec, plan, places), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     try:
