@@ -69,9 +69,9 @@ void* map_anonymous(std::size_t bytes) {
 
 // Answers one fault: the page (of `page` bytes) at the same offset in `source`, installed with UFFDIO_COPY
 // (EEXIST: the kernel repeated the event of a page already in). A copy that the kernel cuts short
-// (EAGAIN, or a transient ENOENT seen once with 4 MiB pages on this kernel) is resumed after the part
-// already copied. The region ends with one sentinel page that the application touches after its timed
-// touches: its fault tells the handlers to stop.
+// (EAGAIN) is resumed after the part already copied. Pages are counted from the region's start, which
+// mmap aligns to the system page only. The region ends with one sentinel page that the application
+// touches after its timed touches: its fault tells the handlers to stop.
 struct Installer {
   int uffd;
   char* region;
@@ -82,14 +82,14 @@ struct Installer {
   bool is_sentinel(std::uintptr_t address) const { return address >= sentinel; }
 
   void install(std::uintptr_t address) const {
-    const std::uintptr_t offset = (address & ~(page - 1)) - reinterpret_cast<std::uintptr_t>(region);
+    const std::uintptr_t offset = (address - reinterpret_cast<std::uintptr_t>(region)) / page * page;
     uffdio_copy copy{};
     copy.dst = reinterpret_cast<std::uintptr_t>(region) + offset;
     copy.src = reinterpret_cast<std::uintptr_t>(source + offset);
     copy.len = page;
-    for (int attempt = 0; ioctl(uffd, UFFDIO_COPY, &copy) != 0; ++attempt) {
+    while (ioctl(uffd, UFFDIO_COPY, &copy) != 0) {
       if (errno == EEXIST) return;
-      if ((errno != EAGAIN && errno != ENOENT) || attempt == 100) fail("UFFDIO_COPY");
+      if (errno != EAGAIN) fail("UFFDIO_COPY");
       const auto done = static_cast<std::uint64_t>(copy.copy > 0 ? copy.copy : 0);
       copy.dst += done;
       copy.src += done;
