@@ -4,7 +4,8 @@ Two kernels over a float64 file several times larger than the pager's buffer:
   sum     np.sum(a): one sequential pass
   gather  a[idx] for random idx (fixed seed, unsorted)
 timed for numpy.memmap (the kernel's mmap and page cache, with the device's read-ahead) and for
-autopager.memmap at several page sizes, each without and with read-ahead, the median of several runs each. Dropping the page cache needs root; without it the figures are marked warm.
+autopager.memmap at several page sizes, each without and with read-ahead: the median of several runs,
+interleaved across methods. Dropping the page cache needs root; without it the figures are marked warm.
 
     python experiments/bench_numpy.py                       # 2 GiB file, 256 MiB buffer, 3 runs
     python experiments/bench_numpy.py --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
@@ -109,19 +110,24 @@ def main(argv: Optional[list] = None) -> None:
                 lambda p=page_size, r=read_ahead: autopager.memmap(path, dtype=np.float64, mode="r", page_size=p,
                                                                    buffer_size=buffer_size, read_ahead=r))
 
-    rows, all_cold = [], True
-    for name, open_array in methods.items():
-        row = {"method": name}
-        for kernel_name, (kernel, check) in kernels.items():
-            times = []
-            for _ in range(args.runs):
+    # Runs are interleaved (every method once per round) so that a change in machine load hits all alike.
+    times = {(name, kernel): [] for name in methods for kernel in kernels}
+    all_cold = True
+    for round_number in range(1, args.runs + 1):
+        for name, open_array in methods.items():
+            for kernel_name, (kernel, check) in kernels.items():
                 seconds, cold = time_kernel(open_array, kernel, check)
-                times.append(seconds)
+                times[name, kernel_name].append(seconds)
                 all_cold &= cold
-            row[kernel_name] = statistics.median(times)
-            row[f"{kernel_name}_runs"] = times
+            print(f"round {round_number}: {name:26s} sum {times[name, 'sum'][-1]:8.3f} s   "
+                  f"gather {times[name, 'gather'][-1]:8.3f} s", flush=True)
+    rows = []
+    for name in methods:
+        row = {"method": name}
+        for kernel_name in kernels:
+            row[kernel_name] = statistics.median(times[name, kernel_name])
+            row[f"{kernel_name}_runs"] = times[name, kernel_name]
         rows.append(row)
-        print(f"{name:26s} sum {row['sum']:8.3f} s   gather {row['gather']:8.3f} s", flush=True)
 
     table = format_table(rows, size, buffer_size, args, all_cold)
     print("\n" + table)
