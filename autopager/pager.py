@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Sequence, TypedDict, Union
 
 import numpy as np
 
@@ -17,7 +17,24 @@ from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_arr
                              plan_scratch_array)
 from autopager.params import PARAMETERS, parse_size
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 ProfileLike = Union[str, PathLike, Mapping[str, Any]]
+
+
+class PagingParameters(TypedDict, total=False):
+    """The paging parameters of DESIGN.md, as keyword arguments (sizes in bytes or as "64KiB")."""
+
+    page_size: Union[int, str]
+    fillers: int
+    evictors: int
+    buffer_size: Union[int, str]
+    evict_high_water: int
+    evict_low_water: int
+    read_ahead: int
+    max_fault_events: int
+
 
 _COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events")
 _UINT_MAX = (1 << 32) - 1
@@ -44,7 +61,7 @@ class Pager:
     write afterwards reaches the file when they go. Memory is never unmapped under a live array.
     """
 
-    def __init__(self, *, profile: Optional[ProfileLike] = None, **params: Any) -> None:
+    def __init__(self, *, profile: Optional[ProfileLike] = None, **params: Unpack[PagingParameters]) -> None:
         config = native_config(resolve_parameters(profile, params))
         self._native: Optional[_native.Pager] = _native.Pager(config)
         self._config = self._native.config
@@ -140,8 +157,8 @@ def default_pager() -> Pager:
 
 
 def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8, mode: str = "r+",
-           offset: int = 0, shape: Optional[ShapeLike] = None, order: str = "C", *,
-           pager: Optional[Pager] = None, profile: Optional[ProfileLike] = None, **params: Any) -> PagedArray:
+           offset: int = 0, shape: Optional[ShapeLike] = None, order: str = "C", *, pager: Optional[Pager] = None,
+           profile: Optional[ProfileLike] = None, **params: Unpack[PagingParameters]) -> PagedArray:
     """Like numpy.memmap, an ndarray on a file, but paged by autopager's user-space pager.
 
     filename, dtype, mode ("r", "r+", "w+", "c"), offset, shape and order mean what they mean for
@@ -160,7 +177,7 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
 
 def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
           scratch_dir: Optional[PathLike] = None, pager: Optional[Pager] = None,
-          profile: Optional[ProfileLike] = None, **params: Any) -> PagedArray:
+          profile: Optional[ProfileLike] = None, **params: Unpack[PagingParameters]) -> PagedArray:
     """A new zero-filled array, possibly larger than memory: on an unlinked scratch file in
     scratch_dir (store="file", the default) or in process memory (store="memory"). The pager is chosen
     as for memmap; buffer_size= bounds the memory it uses."""

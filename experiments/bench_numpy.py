@@ -133,8 +133,9 @@ def main(argv: Optional[list] = None) -> None:
     print("\n" + table)
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     record = {"date": stamp, "machine": {"cores": os.cpu_count(), "kernel": platform.release(),
-                                         "memory": format_size(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))},
+                                         "memory": format_size(memory >> 20 << 20)},
               "file_size": size, "buffer_size": buffer_size, "gather": args.gather, "runs": args.runs,
               "page_cache_dropped": all_cold, "rows": rows}
     (args.out / f"bench_numpy_{stamp}.json").write_text(json.dumps(record, indent=2))
@@ -145,7 +146,8 @@ def main(argv: Optional[list] = None) -> None:
 def format_table(rows: list, size: int, buffer_size: int, args: argparse.Namespace, cold: bool) -> str:
     baseline = rows[0]
     lines = [f"np.sum and a[idx] ({args.gather} random idx) over a {format_size(size)} float64 file, "
-             f"autopager buffer {format_size(buffer_size)} (ra: read_ahead in pages); median of {args.runs} runs, page cache "
+             f"autopager buffer {format_size(buffer_size)} (ra: read_ahead in pages); median of {args.runs} "
+             f"interleaved runs, page cache "
              f"{'dropped before each run' if cold else 'NOT dropped (not root): warm figures'}",
              "",
              "| method | sum (s) | sum GB/s | sum vs numpy.memmap | gather (s) | gather vs numpy.memmap |",
