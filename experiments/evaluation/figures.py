@@ -40,12 +40,18 @@ def confirmed(places: Places, scale: str, workload: str, method: str) -> float |
     return statistics.median(runs) if runs else None
 
 
+def kernel_value(kernel: dict[str, Any]) -> float | None:
+    """The kernel's median; when a run failed (the repeats stop there), the runs that finished."""
+    values = kernel["values"]
+    return statistics.median(values) if values else None
+
+
 def method_row(method: str, study: StudyResult | None, kernel: dict[str, Any] | None) -> dict[str, Any] | None:
     """What a method found, before it is compared with anything."""
     if method == "mmap":
         if kernel is None:
             return None
-        return {"value": kernel["value"], "trials": len(kernel["runs"]),
+        return {"value": kernel_value(kernel), "trials": len(kernel["runs"]),
                 "failed": sum(run["value"] is None for run in kernel["runs"])}
     if study is None:
         return None
@@ -68,7 +74,7 @@ def collect(plan: Plan, places: Places) -> pd.DataFrame:
                 continue
             goal, size = some.goal, plan.size(workload, scale)
             defaults = statistics.median(runs) if runs else None
-            mmap = kernel and kernel["value"]
+            mmap = kernel_value(kernel) if kernel else None
             confirmed_default = confirmed(places, scale, workload, "default")
             for method in METHODS:
                 found = method_row(method, studies.get(method), kernel)

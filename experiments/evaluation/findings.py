@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from evaluation.figures import CONFIRMED, defaults_spread
+from evaluation.kernel import load_kernel
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
 from evaluation.studies import Places
 from evaluation.studytable import load_study
@@ -50,6 +51,12 @@ def workload_findings(figures: pd.DataFrame, workload: str, places: Places, spre
             found.append(f"**{workload} ({scale}): Ax's figure does not hold up**: its best trial was {ax:.2f}x the "
                          f"defaults, measured again {confirmed:.2f}x: the best of many noisy trials is optimistic "
                          f"({noise_of(spread, workload, scale)}).")
+        kernel = load_kernel(places, scale, workload)
+        if kernel and kernel["error"]:
+            finished = len(kernel["values"])
+            found.append(f"**{workload} ({scale}): the kernel's mmap failed** in a run ({kernel['error'].strip(': ')}) "
+                         f"in its {kernel['limit']} cgroup after {finished} run(s) that finished"
+                         + ("; its figure is theirs." if finished else "; it has no figure."))
         mmap_speedup = get(scale, "mmap", "speedup_vs_default")
         best_tuned = max(tuned.values()) if tuned else None
         if mmap_speedup and best_tuned and mmap_speedup > best_tuned:
