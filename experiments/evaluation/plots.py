@@ -27,7 +27,8 @@ def plot_speedups(figures: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
     for ax, scale in zip(axes, (SMALL, LARGE)):
         table = figures[figures.scale == scale].pivot(index="workload", columns="method", values="speedup_vs_default")
-        table = table.reindex(columns=[m for m in BARS[scale] if m in table.columns])
+        order = [w for w in pd.unique(figures.workload) if w in table.index]  # the plan's order
+        table = table.reindex(index=order, columns=[m for m in BARS[scale] if m in table.columns])
         if table.empty:
             ax.set_title(f"{scale}: not run")
             continue
