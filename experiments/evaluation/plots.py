@@ -70,6 +70,7 @@ def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Pa
                 ax.step(curve.elapsed, curve.speedup, where="post", label=LABELS[method], color=COLORS[method])
         ax.axhline(1, color="black", linewidth=0.6)
         ax.set_xscale("symlog", linthresh=10)
+        ax.set_xlim(left=0)
         ax.set_xlabel("tuning time (s, wall, the optimizer's own time included)")
         ax.set_ylabel("best speedup so far")
         ax.legend(fontsize=7)
