@@ -17,10 +17,11 @@ from omegaconf import DictConfig, open_dict
 
 from autopager.cli import compose
 from autopager.errors import StudyError
+from autopager.space import Space
 from autopager.study import Study
 from autopager.workloads import Workload
 from evaluation.memory import in_cgroup, limited, memory_limit
-from evaluation.plan import Plan, Size, StudySpec
+from evaluation.plan import SMALL, Plan, Size, StudySpec
 from evaluation.studytable import load_study
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
@@ -81,6 +82,15 @@ def fixed_timeout(spec: StudySpec, places: Places) -> float:
         raise StudyError(f"no defaults' run of {spec.scale}/{spec.workload} yet to bound the runs")
     per_run = float(reference.trials.wall_seconds.iloc[0]) / len(runs)
     return round(max(TIMEOUT_FLOOR, TIMEOUT_FACTOR * per_run), 1)
+
+
+def paper_grid_size(workload: str, plan: Plan, places: Places) -> int:
+    """Points of the paper's sampled space (configs/space/paper.yaml, page sizes as searched here) at the small
+    size: what an exhaustive search as in the paper would measure."""
+    size = plan.size(workload, SMALL)
+    config, _ = compose(workload_overrides(workload, size, places) + [
+        "space=paper", f"space.page_size.max={size.largest_page}"])
+    return Space(config.space, config.baseline).grid_size()
 
 
 def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:
