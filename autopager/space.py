@@ -21,6 +21,7 @@ from autopager.errors import ConfigError
 from autopager.params import PARAMETERS, format_size, parse_size, system_page_size
 
 SIZES = ("page_size", "buffer_size")
+MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
 LOW, HIGH = "evict_low_water", "evict_high_water"
 LIMITS = {  # smallest and largest value the pager accepts
     "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
@@ -135,6 +136,23 @@ class Space:
             raise ConfigError(f"the default {LOW} ({self.defaults[LOW]}) must be below {HIGH} "
                               f"({self.defaults[HIGH]})")
         self._restrict_watermarks()
+        self._restrict_page_sizes()
+
+    def _restrict_page_sizes(self) -> None:
+        """Drop page sizes that leave a fixed buffer only a few pages: threads faulting on different
+        pages would evict each other's pages over and over, and such a trial only burns its timeout."""
+        buffer_size = self.fixed.get("buffer_size")
+        if buffer_size is None or "page_size" not in self.dimensions:
+            return
+        keep = [v for v in self.values("page_size") if buffer_size // v >= MIN_BUFFER_PAGES]
+        if not keep:
+            raise ConfigError(f"every page size of the space leaves the buffer ({show('buffer_size', buffer_size)}) "
+                              f"fewer than {MIN_BUFFER_PAGES} pages: lower space.page_size.max or raise the buffer")
+        if len(keep) == 1:
+            del self.dimensions["page_size"]
+            self.fixed["page_size"] = keep[0]
+        else:
+            self.dimensions["page_size"] = Dimension("page_size", tuple(keep))
 
     def _restrict_watermarks(self) -> None:
         """Drop watermark values that cannot satisfy low < high whatever the other one is."""

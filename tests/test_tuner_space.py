@@ -52,3 +52,11 @@ def test_bad_spaces_are_refused_with_the_reason(spec, message):
     with pytest.raises(ConfigError, match=None) as error:
         Space(spec, DEFAULTS)
     assert message in str(error.value)
+
+
+def test_page_sizes_that_leave_a_fixed_buffer_a_few_pages_are_not_searched():
+    space = Space({"page_size": {"min": "4KiB", "max": "16MiB", "factor": 2}, "buffer_size": "8MiB"}, {})
+    assert max(space.values("page_size")) == (8 << 20) // 8
+    assert min(space.values("page_size")) == 4096
+    with pytest.raises(ConfigError, match="fewer than 8 pages"):
+        Space({"page_size": {"min": "2MiB", "max": "16MiB", "factor": 2}, "buffer_size": "8MiB"}, {})
