@@ -38,52 +38,62 @@ def noise_of(spread: pd.DataFrame, workload: str, scale: str) -> str:
 
 
 def workload_findings(figures: pd.DataFrame, workload: str, places: Places, spread: pd.DataFrame) -> list[str]:
+    """The verdicts use the confirmed figures (best parameters measured again) when there are, else the best
+    trials; both are quoted."""
     found = []
     get = lambda scale, method, column="speedup_vs_default": value(figures, workload, scale, method, column)  # noqa: E731
+
+    def judged(scale: str, method: str, column: str = "speedup_vs_default") -> tuple[float | None, str]:
+        confirmed, best = get(scale, method, f"confirmed_{column}"), get(scale, method, column)
+        if confirmed is not None:
+            return confirmed, f"{confirmed:.2f}x (best trial {best:.2f}x)" if best else f"{confirmed:.2f}x"
+        return best, "" if best is None else f"{best:.2f}x (best trial, not measured again)"
+
     for scale in (SMALL, LARGE):
-        tuned = {m: get(scale, m) for m in CONFIRMED}
-        tuned = {m: v for m, v in tuned.items() if v is not None}
-        if tuned and max(tuned.values()) < WORTH_IT:
-            found.append(f"**{workload} ({scale}): tuning does not pay**: the best method ({max(tuned, key=tuned.get)}) "
-                         f"is {max(tuned.values()):.2f}x the defaults, while {noise_of(spread, workload, scale)}.")
+        noise = noise_of(spread, workload, scale)
+        tuned = {m: judged(scale, m) for m in CONFIRMED}
+        tuned = {m: v for m, v in tuned.items() if v[0] is not None}
+        top = max(tuned, key=lambda m: tuned[m][0]) if tuned else None
+        if top and tuned[top][0] < WORTH_IT:
+            found.append(f"**{workload} ({scale}): tuning does not pay**: the best method ({top}) has a speedup "
+                         f"over the defaults of {tuned[top][1]}, while {noise}.")
         ax, confirmed = get(scale, "ax"), get(scale, "ax", "confirmed_speedup_vs_default")
         if ax and confirmed and confirmed < HOLDS_UP * ax:
             found.append(f"**{workload} ({scale}): Ax's figure does not hold up**: its best trial was {ax:.2f}x the "
                          f"defaults, measured again {confirmed:.2f}x: the best of many noisy trials is optimistic "
-                         f"({noise_of(spread, workload, scale)}).")
+                         f"({noise}).")
         kernel = load_kernel(places, scale, workload)
         if kernel and kernel["error"]:
             finished = len(kernel["values"])
             found.append(f"**{workload} ({scale}): the kernel's mmap failed** in a run ({kernel['error'].strip(': ')}) "
                          f"in its {kernel['limit']} cgroup after {finished} run(s) that finished"
                          + ("; its figure is theirs." if finished else "; it has no figure."))
-        mmap_speedup = get(scale, "mmap", "speedup_vs_default")
-        best_tuned = max(tuned.values()) if tuned else None
-        if mmap_speedup and best_tuned and mmap_speedup > best_tuned:
-            found.append(f"**{workload} ({scale}): the kernel's mmap wins**: {mmap_speedup:.2f}x the pager's defaults "
-                         f"against the best tuned pager's {best_tuned:.2f}x.")
-        elif mmap_speedup and best_tuned:
-            found.append(f"{workload} ({scale}): the tuned pager is {best_tuned / mmap_speedup:.2f}x the kernel's mmap "
-                         f"(the pager's defaults: {1 / mmap_speedup:.2f}x).")
-    ax, grid = get(SMALL, "ax"), get(SMALL, "grid")
+        versus_mmap = judged(scale, top, "speedup_vs_mmap") if top else (None, "")
+        if versus_mmap[0] is not None and versus_mmap[0] < 1:
+            found.append(f"**{workload} ({scale}): the kernel's mmap wins**: the best tuned pager ({top}) has a "
+                         f"speedup over the kernel's mmap of {versus_mmap[1]}.")
+        elif versus_mmap[0] is not None:
+            found.append(f"{workload} ({scale}): speedup of the best tuned pager ({top}) over the kernel's mmap: "
+                         f"{versus_mmap[1]}; of the pager's defaults: {get(scale, 'default', 'speedup_vs_mmap'):.2f}x.")
+    (ax, ax_text), (grid, grid_text) = judged(SMALL, "ax"), judged(SMALL, "grid")
     if ax and grid:
         failed, timed_out = timeouts(places, SMALL, workload, "ax")
         ax_cost, grid_cost = get(SMALL, "ax", "wall_seconds"), get(SMALL, "grid", "wall_seconds")
         cost = f"at {ax_cost / grid_cost:.2f}x grid's tuning time" if ax_cost and grid_cost else ""
         if ax < grid:
-            found.append(f"**{workload}: Ax is behind grid** ({ax:.2f}x against {grid:.2f}x the defaults, {cost}): "
+            found.append(f"**{workload}: Ax is behind grid**: speedup over the defaults of Ax {ax_text}, of grid "
+                         f"{grid_text}, {cost}. "
                          f"Ax searched the tuner's whole space (watermarks and six read-ahead values too) with "
                          f"{int(get(SMALL, 'ax', 'trials') or 0)} trials, {failed} of them failed ({timed_out} timed "
-                         f"out), while grid measured every point of a small space; "
-                         f"{noise_of(spread, workload, SMALL)}.")
+                         f"out), while grid measured every point of a small space; {noise_of(spread, workload, SMALL)}.")
         else:
-            found.append(f"{workload}: Ax reaches {ax / grid:.2f}x grid's best ({ax:.2f}x against {grid:.2f}x the "
-                         f"defaults) {cost}.")
-    transfer, large_ax = get(LARGE, TRANSFER), get(LARGE, "ax")
+            found.append(f"{workload}: Ax reaches {ax / grid:.2f}x grid's best (speedup over the defaults of Ax "
+                         f"{ax_text}, of grid {grid_text}) {cost}.")
+    (transfer, transfer_text), (large_ax, large_ax_text) = judged(LARGE, TRANSFER), judged(LARGE, "ax")
     if transfer and large_ax:
         verdict = "carry over" if transfer >= HOLDS_UP * large_ax else "**do not carry over**"
-        found.append(f"{workload}: the small size's Ax parameters {verdict} to the large size: {transfer:.2f}x the "
-                     f"defaults there, against {large_ax:.2f}x for Ax tuned at the large size.")
+        found.append(f"{workload}: the small size's Ax parameters {verdict} to the large size: speedup over the "
+                     f"defaults there {transfer_text}, of Ax tuned at the large size {large_ax_text}.")
     return found
 
 
