@@ -10,15 +10,18 @@ from pathlib import Path
 
 import pandas as pd
 
+from autopager.cli import compose
+from autopager.params import format_size
 from autopager.space import show
+from autopager.workloads import Workload
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, collect, defaults_spread
 from evaluation.findings import findings
-from evaluation.kernel import load_kernel
+from evaluation.memory import memory_limit
 from evaluation.machine import describe
-from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
+from evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
 from evaluation.plots import LABELS, plot_convergence, plot_speedups
-from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size
+from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides
 
 FIGURE2 = [(SMALL, "pagesize"), (SMALL, "grid"), (SMALL, "ax"), (SMALL, "mmap"),
            (LARGE, "pagesize"), (LARGE, "ax"), (LARGE, TRANSFER), (LARGE, "mmap")]
@@ -112,15 +115,22 @@ def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
     return md.table(header, rows)
 
 
+def workload_at(workload: str, size: Size, places: Places) -> Workload:
+    config, _ = compose(workload_overrides(workload, size, places))
+    return Workload.from_config(config.workload, config.data_dir)
+
+
 def setup(plan: Plan, places: Places) -> str:
-    header = ["workload", "scale", "size knob", "buffer (= mmap budget)", "page sizes searched", "mmap cgroup limit"]
+    header = ["workload", "scale", "size knob", "data files", "pager buffer", "page sizes searched",
+              "memory cgroup limit (every run)"]
     rows = []
     for w in plan.workloads:
         for scale in (SMALL, LARGE):
             size = plan.size(w, scale)
-            kernel = load_kernel(places, scale, w)
-            rows.append([w, scale, size.size, size.buffer, f"4KiB..{size.largest_page}",
-                         kernel["limit"] if kernel else "-"])
+            workload = workload_at(w, size, places)
+            data = sum(path.stat().st_size for path in workload.data_paths())
+            rows.append([w, scale, size.size, f"{data / 2**20:.0f} MiB", size.buffer, f"4KiB..{size.largest_page}",
+                         format_size(memory_limit(workload, size))])
     return md.table(header, rows)
 
 
