@@ -158,29 +158,32 @@ void FillerPool::serve_fault(const Fault& fault, char* io_buffer) {
   } else {
     bool for_write = (fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
     StatsCounters::add(for_write ? stats_.write_faults : stats_.read_faults);
-    // Not filled here: another fault brought it in first, or the region is closing. Wake the thread;
-    // it retries and faults again if it must.
+    queue_read_ahead(region, page);
     auto fill_start = std::chrono::steady_clock::now();
-    bool filled = paging_.fill(region, page, for_write, false, io_buffer);
-    if (filled) {
+    if (paging_.fill(region, page, for_write, false, io_buffer)) {
       auto ns = static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - fill_start).count());
       std::uint64_t average = fill_ns_average_.load(std::memory_order_relaxed);
       fill_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
     } else {
+      // Not filled here: another fault brought it in first, or the region is closing. Wake the
+      // thread; it retries and faults again if it must.
       uffd_.wake(region->page_address(page), region->page_size);
-    }
-    std::uint64_t last = std::min<std::uint64_t>(page + config_.read_ahead, region->page_count - 1);
-    if (last > page) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (std::uint64_t next = page + 1; next <= last; ++next)
-        if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
-      if (idle_fillers_ > 0) idle_.notify_all();
     }
   }
   auto elapsed = std::chrono::steady_clock::now() - fault.read_at;
   stats_.fault_service.record(
       static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+}
+
+// Queued before the faulting page is read, so that idle fillers read the following pages meanwhile.
+void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+  std::uint64_t last = std::min<std::uint64_t>(page + config_.read_ahead, region->page_count - 1);
+  if (last <= page) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::uint64_t next = page + 1; next <= last; ++next)
+    if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
+  if (idle_fillers_ > 0) idle_.notify_all();
 }
 
 }  // namespace autopager

@@ -47,6 +47,7 @@ class FillerPool {
   // Reads fault events as the reader; waits for them only when `wait`.
   ReadResult read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults, bool wait);
   void serve_fault(const Fault& fault, char* io_buffer);
+  void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   bool fills_are_fast() const;
 
   const Config& config_;
