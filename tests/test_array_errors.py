@@ -2,34 +2,16 @@
 import os
 import platform
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 import autopager
+from pager_support import requires_userfaultfd, run_python
 
 
-def userfaultfd_problem():
-    try:
-        autopager.Pager(buffer_size="1MiB").close()
-    except OSError as error:
-        return str(error)
-    return None
-
-
-pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
-                                reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
-
-
-def run_python(script, cwd, prefix=(), env=None):
-    """`script` in a new interpreter importing this same autopager (the installed one or the tree's)."""
-    package_root = os.path.dirname(os.path.dirname(autopager.__file__))
-    env = {**os.environ, **(env or {}), "PYTHONPATH": package_root}
-    return subprocess.run([*prefix, sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=60)
+pytestmark = requires_userfaultfd
 
 
 @pytest.fixture

@@ -10,18 +10,10 @@ import numpy as np
 import pytest
 
 import autopager
+from pager_support import requires_userfaultfd
 
 
-def userfaultfd_problem():
-    try:
-        autopager.Pager(buffer_size="1MiB").close()
-    except OSError as error:
-        return str(error)
-    return None
-
-
-pytestmark = pytest.mark.skipif(userfaultfd_problem() is not None,
-                                reason=f"userfaultfd unavailable: {userfaultfd_problem()}")
+pytestmark = requires_userfaultfd
 
 N = 50_000
 
