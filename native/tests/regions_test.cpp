@@ -67,7 +67,9 @@ TEST(Regions, TwoPagersWithDifferentPageSizesAtOnce) {
   EXPECT_EQ(wrong, 0u);
   EXPECT_EQ(small.stats().fills, small.stats().read_faults);
   EXPECT_GE(small.stats().fills, 300u);
-  EXPECT_LE(large.stats().fills, 300u / 16 + 1);
+  // One fill moves 16 small pages. In a buffer of two pages an evicted page may be filled again (a late
+  // duplicate fault), so allow a few refills, far below the ~300 fills of 4 KiB pages.
+  EXPECT_LE(large.stats().fills, 2 * (300u / 16 + 1));
 }
 
 TEST(Regions, UnmapOfAnUnknownAddressIsRefused) {
