@@ -65,7 +65,7 @@ TEST(Regions, TwoPagersWithDifferentPageSizesAtOnce) {
     wrong += y[i] != pattern_byte(i, 2);
   }
   EXPECT_EQ(wrong, 0u);
-  EXPECT_EQ(small.stats().fills, small.stats().read_faults);
+  EXPECT_LE(small.stats().fills, small.stats().read_faults) << "without read-ahead, only faults fill";
   EXPECT_GE(small.stats().fills, 300u);
   // One fill moves 16 small pages. In a buffer of two pages an evicted page may be filled again (a late
   // duplicate fault), so allow a few refills, far below the ~300 fills of 4 KiB pages.
