@@ -51,6 +51,8 @@ class Progress:
         gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if None not in (best, default) else ""
         shown = "defaults" if row["kind"] == "default" else show_params(
             {name: row[name] for name in self.searched})
+        if row["kind"] == "reused":
+            shown += f"  (measured in trial {row['reused_from']}: not run again)"
         self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
 
     def summary(self, lines: Iterable[tuple[str, str]]) -> None:

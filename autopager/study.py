@@ -2,12 +2,18 @@
 
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
 configuration, and ``trials.csv``, one row a trial: its parameters, status, metric (the median of the
-repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr. The table is rewritten
-after every trial, so a study killed at any moment loses at most the trial in flight; running it again
-(same workload, space, strategy and study name) gives the finished trials back to the strategy and goes on.
+repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr, when it was asked for,
+how long the strategy took to propose it and what proposed it. The table is rewritten after every trial, so a
+study killed at any moment loses at most the trial in flight; running it again (same workload, space,
+strategy and study name) gives the finished trials back to the strategy and goes on.
+
+A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
+its points to one point of the sampled space): that trial is not run again; its recorded result is given
+back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import os
@@ -29,14 +35,36 @@ from autopager.strategies import check_settings, make_strategy
 from autopager.workloads import Workload
 
 COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
-           "exit_code", "error", "stderr_tail", "started"]
-INTEGER_COLUMNS = ["trial", "exit_code", *PARAMETERS]
+           "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from"]
+INTEGER_COLUMNS = ["trial", "exit_code", "reused_from", *PARAMETERS]
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
 
 
 def row_params(row: Mapping[str, Any]) -> Params:
     return {name: row[name] for name in PARAMETERS if row.get(name) is not None}
+
+
+def outcome(row: Mapping[str, Any]) -> float | None:
+    """What a strategy is told of a trial: its metric, or None if it failed."""
+    return row["value"] if row["status"] == "ok" else None
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclasses.dataclass(frozen=True)
+class Proposal:
+    """When a trial was asked for (wall clock and perf_counter), how long the strategy took, and what proposed it."""
+    started: str
+    begin: float
+    ask_seconds: float = 0.0
+    proposed_by: str | None = None
+
+    @classmethod
+    def starting(cls) -> "Proposal":
+        return cls(now(), time.perf_counter())
 
 
 class StudyTable:
@@ -48,7 +76,7 @@ class StudyTable:
 
     def _read(self) -> list[dict[str, Any]]:
         frame = pd.read_csv(self.path, dtype={"kind": str, "status": str, "error": str, "stderr_tail": str,
-                                               "repeats": str, "started": str})
+                                               "repeats": str, "started": str, "proposed_by": str})
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         for row in rows:
             for column in INTEGER_COLUMNS:
@@ -59,7 +87,9 @@ class StudyTable:
     def append(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
         temporary = self.path.with_suffix(".tmp")
-        pd.DataFrame(self.rows, columns=COLUMNS).to_csv(temporary, index=False)
+        frame = pd.DataFrame(self.rows, columns=COLUMNS)
+        frame[INTEGER_COLUMNS] = frame[INTEGER_COLUMNS].astype("Int64")  # not 1.0 beside empty cells
+        frame.to_csv(temporary, index=False)
         os.replace(temporary, self.path)
 
 
@@ -111,10 +141,9 @@ class Study:
         per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
         return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
 
-    def measure(self, params: Params, kind: str, timeout: float, begin: float | None = None) -> dict[str, Any]:
-        """Run a trial and append it to the table; ``seconds`` counts from ``begin`` (when it was asked for)."""
-        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        begin = time.perf_counter() if begin is None else begin
+    def measure(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None) -> dict[str, Any]:
+        """Run a trial and append it to the table; ``seconds`` counts from when it was asked for."""
+        proposal = proposal or Proposal.starting()
         if self.space.feasible(params):
             result = self.runner.measure(params, timeout)
         else:
@@ -123,9 +152,23 @@ class Study:
             "trial": len(self.table.rows), "kind": kind, "status": "ok" if result.ok else "failed",
             "value": result.value, **{name: params.get(name) for name in PARAMETERS},
             "repeats": ";".join(f"{v:.6g}" for v in result.values), "wall_seconds": result.wall_seconds,
-            "seconds": time.perf_counter() - begin, "timeout": timeout, "exit_code": result.exit_code,
-            "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": started,
+            "seconds": time.perf_counter() - proposal.begin, "timeout": timeout, "exit_code": result.exit_code,
+            "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,
+            "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by, "reused_from": None,
         }
+        self.table.append(row)
+        return row
+
+    def measured(self, params: Params) -> dict[str, Any] | None:
+        """The first run trial (finished, ok or failed) with exactly these parameters."""
+        return next((row for row in self.table.rows if row["kind"] != "reused" and row_params(row) == params), None)
+
+    def reuse(self, earlier: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
+        """A trial answered from an earlier one with the same parameters: recorded, not run."""
+        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": len(self.table.rows), "kind": "reused",
+               "repeats": None, "wall_seconds": 0.0, "seconds": time.perf_counter() - proposal.begin, "timeout": None,
+               "stderr_tail": None, "started": proposal.started, "ask_seconds": proposal.ask_seconds,
+               "proposed_by": proposal.proposed_by, "reused_from": earlier["trial"]}
         self.table.append(row)
         return row
 
@@ -152,16 +195,22 @@ class Study:
         strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                  int(self.config.seed))
         for row in self.table.rows:  # the defaults, and a resumed study's trials
-            strategy.tell(row_params(row), row["value"] if row["status"] == "ok" else None)
+            strategy.tell(row_params(row), outcome(row), row.get("proposed_by"))
         limit = self.trial_limit(strategy.planned_trials())
         while self.within_budget(limit):
-            asked = time.perf_counter()
+            proposal = Proposal.starting()
             params = strategy.ask()
             if params is None:
                 break
-            self.progress.running(len(self.table.rows), limit, params)
-            row = self.measure(params, "search", self.timeout(default), begin=asked)
-            strategy.tell(params, row["value"] if row["status"] == "ok" else None)
+            proposal = dataclasses.replace(proposal, ask_seconds=time.perf_counter() - proposal.begin,
+                                           proposed_by=strategy.proposed_by)
+            earlier = self.measured(params)
+            if earlier is None:
+                self.progress.running(len(self.table.rows), limit, params)
+                row = self.measure(params, "search", self.timeout(default), proposal)
+            else:
+                row = self.reuse(earlier, proposal)
+            strategy.tell(params, outcome(row))
             self.report(row, limit)
         return self.finish(default)
 
@@ -192,7 +241,7 @@ class Study:
         return row
 
     def within_budget(self, limit: int | None) -> bool:
-        if limit is not None and sum(row["kind"] == "search" for row in self.table.rows) >= limit:
+        if limit is not None and sum(row["kind"] != "default" for row in self.table.rows) >= limit:
             return False
         minutes = self.config.budget.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
@@ -229,6 +278,7 @@ class Study:
         metric, goal = self.workload.metric, self.workload.goal
         rows = self.table.rows
         failed = sum(row["status"] != "ok" for row in rows)
+        reused = sum(row["kind"] == "reused" for row in rows)
         gain = speedup(best["value"], default["value"], goal)
         lines = [("study", str(self.directory)),
                  ("best", f"{format_value(best['value'], metric)} (trial {best['trial']})"),
@@ -238,16 +288,18 @@ class Study:
         if pagesize:
             lines.append(("speedup over page size", f"{speedup(best['value'], pagesize[0], goal):.2f}x "
                                                     f"(page-size-only best: {format_value(pagesize[0], metric)})"))
-        lines += [("trials", f"{len(rows)} ({failed} failed)"),
+        answered = f", {reused} answered from an earlier trial" if reused else ""
+        lines += [("trials", f"{len(rows)} ({failed} failed{answered})"),
                   ("tuning time", f"{self.tuning_seconds():.1f} s")]
-        summary = {"directory": self.directory, "best": best, "default": default, "speedup": gain,
-                   "trials": len(rows), "failed": failed, "tuning_seconds": self.tuning_seconds(), "profile": None}
+        summary = {"directory": self.directory, "best": best, "default": default, "speedup": gain, "trials": len(rows),
+                   "failed": failed, "reused": reused, "tuning_seconds": self.tuning_seconds(), "profile": None}
         if self.config.study.save_profile:
             path, written = save_profile(self.profile_record(best, default, gain), Path(self.config.profile_dir).expanduser())
             summary["profile"] = path
             lines.append(("profile", f"{'saved' if written else 'kept (it is better)'}: {path}"))
         self.progress.summary(lines)
-        top = sorted(self.ok_rows(), key=lambda row: row["value"], reverse=goal == "maximize")[:5]
+        run = [row for row in self.ok_rows() if row["kind"] != "reused"]
+        top = sorted(run, key=lambda row: row["value"], reverse=goal == "maximize")[:5]
         self.progress.print("\nbest trials:")
         self.progress.table(top, list(self.space.dimensions))
         return summary

@@ -25,7 +25,8 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     name = settings.get("name")
     if name not in STRATEGIES:
         raise ConfigError(f"unknown strategy {name!r}; the strategies are: {', '.join(STRATEGIES)}")
-    for count in ("trials", "initialization_trials", "max_sweeps", "threads"):
+    for count in ("trials", "initialization_trials", "max_sweeps", "threads", "acquisition_restarts",
+                  "acquisition_raw_samples"):
         value = settings.get(count)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"strategy.{count} must be a positive integer, not {value!r}")

@@ -2,7 +2,8 @@
 
 A strategy proposes one parameter set at a time (``ask``) and learns the outcome of each (``tell``). It is
 also told outcomes it did not ask for: the defaults' run that starts every study, and the finished trials
-of a resumed study, so that it continues where it stopped. A failed trial is told as ``None``.
+of a resumed study (with what had proposed each), so that it continues where it stopped. A failed trial is
+told as ``None``. ``proposed_by`` names what proposed the last parameters asked for, for the study's table.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Strategy(ABC):
         self.goal = goal
         self.settings = settings
         self.seed = seed
+        self.proposed_by: str | None = None
 
     def loss(self, value: float | None) -> float | None:
         """What the strategies minimize: the metric, negated when it is to be maximized."""
@@ -40,8 +42,9 @@ class Strategy(ABC):
         """The next parameters to measure, or None when the strategy is done."""
 
     @abstractmethod
-    def tell(self, params: Params, value: float | None) -> None:
-        """The metric of ``params`` (None: the trial failed)."""
+    def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
+        """The metric of ``params`` (None: the trial failed); ``proposed_by``: for a trial the strategy did
+        not just ask for, what had proposed it (``proposed_by`` of an earlier run), if anything."""
 
 
 class SearchStrategy(Strategy):
@@ -79,5 +82,5 @@ class SearchStrategy(Strategy):
         self._pending = key(params)
         return params
 
-    def tell(self, params: Params, value: float | None) -> None:
+    def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
         self._losses[key(params)] = self.loss(value)

@@ -1,0 +1,12 @@
+"""A test workload that appends the page size and fillers of each run to a log file (its argument), then
+prints a result that is best at 128KiB pages and 2 fillers: the tests count the runs a study makes."""
+import json
+import math
+import os
+import sys
+
+page_size = int(os.environ.get("UMAP_PAGESIZE", "4096"))
+fillers = int(os.environ.get("UMAP_PAGE_FILLERS", "1"))
+with open(sys.argv[1], "a") as log:
+    log.write(f"{page_size} {fillers}\n")
+print(json.dumps({"metric": "seconds", "value": 1 + abs(math.log2(page_size) - 17) + abs(fillers - 2) / 2}))
