@@ -12,6 +12,9 @@ figures.csv, summary.md, speedups.png, convergence.png (see experiments/evaluati
     sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
     python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
+    sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
+                                                         # bfs): ax_vs_grid.md and .csv (experiments/evaluation/
+                                                         # comparison.py)
 
 Needs root (dropping the page cache, memory cgroups) and the built workloads (build/workloads, or
 AUTOPAGER_BIN).
@@ -32,17 +35,17 @@ REPO = EXPERIMENTS.parent
 sys.path[:0] = [str(REPO), str(EXPERIMENTS)]
 
 from autopager.errors import ConfigError, StudyError  # noqa: E402
+from evaluation import comparison  # noqa: E402
+from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
 from evaluation.plan import BUDGETS, WORKLOADS, KernelSpec, Plan, make_plan  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
 from evaluation.studies import Places, limit_optimizer_threads, run_study  # noqa: E402
 
-STEP_LOG = "steps.csv"
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
 
-def log_step(places: Places, label: str, status: str, error: str, seconds: float, load_before: float) -> None:
-    path = places.out / STEP_LOG
+def log_step(path: Path, label: str, status: str, error: str, seconds: float, load_before: float) -> None:
     new = not path.is_file()
     with open(path, "a", newline="") as log:
         writer = csv.writer(log)
@@ -68,7 +71,7 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float) -> None:
         except (StudyError, ConfigError, OSError) as failure:
             status, error = "failed", str(failure).splitlines()[0]
             print(f"evaluation: {step.label} failed: {failure}", flush=True)
-        log_step(places, step.label, status, error, time.perf_counter() - start, load)
+        log_step(places.out / plan.log, step.label, status, error, time.perf_counter() - start, load)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -78,7 +81,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "with --quick outputs/evaluation-quick)")
     parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
                         help="where the workloads keep their data")
-    parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated, of: " + ", ".join(WORKLOADS))
+    parser.add_argument("--workloads", help="comma-separated, of: " + ", ".join(WORKLOADS) + " (default: all; with "
+                        "--comparison: " + ",".join(comparison.WORKLOADS) + ")")
+    parser.add_argument("--comparison", action="store_true", help="Ax against an exhaustive grid on one sampled "
+                        "space (issue 4's target) instead of the evaluation")
+    parser.add_argument("--ax-seeds", type=int, default=3, help="with --comparison: Ax studies, one a seed")
     parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, quick: 5)")
     parser.add_argument("--large-ax-trials", type=int, help="Ax trials at the large size (default: as small)")
     parser.add_argument("--mmap-timeout", type=float, default=120, help="seconds a kernel-mmap run")
@@ -89,14 +96,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     mode = "quick" if args.quick else "full"
-    workloads = tuple(name for name in args.workloads.split(",") if name)
-    unknown = set(workloads) - set(WORKLOADS)
+    default_workloads = comparison.WORKLOADS if args.comparison else WORKLOADS
+    workloads = tuple(name for name in (args.workloads or ",".join(default_workloads)).split(",") if name)
+    unknown = set(workloads) - set(default_workloads)
     if unknown:
-        sys.exit(f"evaluate: unknown workload(s) {sorted(unknown)}; choose from {', '.join(WORKLOADS)}")
-    budget = BUDGETS[mode]
-    small = args.ax_trials or budget.ax_trials
-    budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
-    plan = make_plan(mode, workloads, budget)
+        sys.exit(f"evaluate: unknown workload(s) {sorted(unknown)}; choose from {', '.join(default_workloads)}")
+    if args.comparison:
+        plan = comparison.make_comparison(mode, workloads, args.ax_seeds)
+    else:
+        budget = BUDGETS[mode]
+        small = args.ax_trials or budget.ax_trials
+        budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
+        plan = make_plan(mode, workloads, budget)
     out = args.out or (REPO / "outputs" / "evaluation-quick" if args.quick else EXPERIMENTS / "results" / "evaluation")
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit("evaluate: run as root: the runs drop the page cache, and the kernel's mmap runs in a memory cgroup")
         limit_optimizer_threads()
         run_plan(plan, places, args.mmap_timeout)
-    summary = write_report(plan, places, " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])]))
+    command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
+    write = write_comparison if args.comparison else write_report
+    summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
     return 0
 

@@ -122,6 +122,7 @@ class Plan:
     budget: Budget
     lookups: dict[str, int]
     steps: list[StudySpec | KernelSpec] = field(default_factory=list)
+    log: str = "steps.csv"  # each step's outcome, in the output directory
 
     def size(self, workload: str, scale: str) -> Size:
         return self.sizes[workload][scale]

@@ -70,9 +70,10 @@ class StudyResult:
 
     def elapsed(self) -> pd.Series:
         """Seconds from the study's first trial start to the end of each trial, the strategy's own time
-        (Ax's model fits) included. A resumed study also counts the time it was stopped. The start times
-        are whole seconds: the ends are kept in order."""
-        started = pd.to_datetime(self.trials.started, utc=True)
+        (Ax's model fits) included. A resumed study also counts the time it was stopped. A trial starts when
+        it is asked for (tables written before the tuner kept milliseconds start at whole seconds, after the
+        ask: their ends are kept in order)."""
+        started = pd.to_datetime(self.trials.started, utc=True, format="ISO8601")
         return ((started - started.min()).dt.total_seconds() + self.trials.seconds.fillna(0)).cummax()
 
     def wall_seconds(self) -> float:

@@ -1,0 +1,182 @@
+"""The Ax-against-grid comparison's results: ``ax_vs_grid.csv`` (a row for each workload and method) and
+``ax_vs_grid.md`` (the targets of issue 4, judged on the confirmed figures, with what they were measured on).
+
+The targets, for each workload and each Ax seed: Ax's best parameters, measured again, are at least 2x faster
+than the defaults measured again; they are within 10% of the grid's best measured again (Ax's time at most
+1.1 times the grid's); and Ax's study took at most a fifth of the grid's wall time (each study from its
+first trial's start to its last trial's end: the runs, the tuner's own work, Ax's import and model fits).
+"""
+from __future__ import annotations
+
+import datetime
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from autopager.progress import speedup
+from autopager.space import show
+from evaluation import markdown as md
+from evaluation.comparison import SCALE, SPACE
+from evaluation.machine import describe
+from evaluation.plan import CONFIRM, Plan
+from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
+from evaluation.studytable import StudyResult, load_study
+
+TARGET_SPEEDUP, TARGET_NEAR_GRID, TARGET_TIME_SHARE = 2.0, 1 / 1.1, 0.2
+SHOWN = ("page_size", "fillers", "evictors", "read_ahead")
+COLUMNS = ["workload", "size", "buffer", "method", "trials", "reused", "failed", "best_value", "confirmed_value",
+           "confirmed_runs", "confirmed_speedup_vs_default", "confirmed_vs_grid", "wall_seconds", "run_seconds",
+           "ask_seconds", "sobol_ask_mean", "model_ask_mean", "time_to_best_seconds", "time_vs_grid", *SHOWN]
+
+
+def searches(plan: Plan, workload: str) -> list[str]:
+    """The tuning methods of a workload, in run order."""
+    return [step.method for step in plan.steps if step.workload == workload and step.strategy in ("ax", "grid")]
+
+
+def confirmed_runs(places: Places, workload: str, method: str) -> list[float]:
+    study = load_study(places.study(SCALE, workload, f"{CONFIRM}-{method}"))
+    return study.default_values() if study else []
+
+
+def ask_mean(study: StudyResult, node: str) -> float | None:
+    if "proposed_by" not in study.trials:
+        return None
+    asks = study.trials.ask_seconds[study.trials.proposed_by == node]
+    return float(asks.mean()) if len(asks) else None
+
+
+def method_row(places: Places, plan: Plan, workload: str, method: str) -> dict[str, Any] | None:
+    study = load_study(places.study(SCALE, workload, method))
+    if study is None:
+        return None
+    size = plan.size(workload, SCALE)
+    best, params = study.best(), study.best_params() or {}
+    runs = confirmed_runs(places, workload, method)
+    kinds = study.trials.kind
+    return {
+        "workload": workload, "size": size.size, "buffer": size.buffer, "method": method, "trials": len(study.trials),
+        "reused": int((kinds == "reused").sum()), "failed": study.failed(),
+        "best_value": None if best is None else float(best.value),
+        "confirmed_value": statistics.median(runs) if runs else None, "confirmed_runs": ";".join(f"{v:.4g}" for v in runs),
+        "wall_seconds": study.wall_seconds(), "run_seconds": float(study.trials.wall_seconds.fillna(0).sum()),
+        "ask_seconds": float(study.trials.get("ask_seconds", pd.Series(dtype=float)).fillna(0).sum()),
+        "sobol_ask_mean": ask_mean(study, "Sobol"), "model_ask_mean": ask_mean(study, "MBM"),
+        "time_to_best_seconds": study.time_to_best(), **{name: params.get(name) for name in SHOWN},
+    }
+
+
+def collect(plan: Plan, places: Places) -> pd.DataFrame:
+    rows = []
+    for workload in plan.workloads:
+        found = {m: method_row(places, plan, workload, m) for m in ("default", *searches(plan, workload))}
+        defaults, grid = found["default"], found.get("grid")
+        for row in filter(None, found.values()):
+            reference = defaults and defaults["confirmed_value"]
+            value = row["confirmed_value"]
+            row["confirmed_speedup_vs_default"] = speedup(value, reference, "minimize") if value and reference else None
+            if grid and grid["confirmed_value"] and value:
+                row["confirmed_vs_grid"] = speedup(value, grid["confirmed_value"], "minimize")
+            if grid and row["method"] != "default":
+                row["time_vs_grid"] = row["wall_seconds"] / grid["wall_seconds"]
+            rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def verdict(value, passes: bool) -> str:
+    return "-" if md.missing(value) else f"{'yes' if passes else '**no**'} ({value:.2f})"
+
+
+def targets(figures: pd.DataFrame) -> str:
+    header = ["workload", "Ax run", "Ax best over defaults (>= 2x)", "Ax / grid, confirmed (>= 0.91)",
+              "Ax time / grid time (<= 0.2)", "all three"]
+    rows = []
+    for _, row in figures[figures.method.str.startswith("ax")].iterrows():
+        checks = [(row.confirmed_speedup_vs_default, TARGET_SPEEDUP, False),
+                  (row.confirmed_vs_grid, TARGET_NEAR_GRID, False), (row.time_vs_grid, TARGET_TIME_SHARE, True)]
+        met = [not md.missing(v) and (v <= bound if at_most else v >= bound) for v, bound, at_most in checks]
+        rows.append([row.workload, row.method] + [verdict(v, ok) for (v, _, _), ok in zip(checks, met)]
+                    + ["yes" if all(met) else "**no**"])
+    return md.table(header, rows)
+
+
+def figures_table(figures: pd.DataFrame) -> str:
+    header = ["workload", "method", "trials (reused, failed)", "best trial (s)", "confirmed (s), runs",
+              "confirmed x defaults", "confirmed x grid", "study wall time", "of which runs", "strategy's asks",
+              "ask: Sobol / model (mean)", "time to its best"] + list(SHOWN)
+    rows = []
+    for _, r in figures.iterrows():
+        asks = "-" if md.missing(r.model_ask_mean) else f"{md.number(r.sobol_ask_mean)} / {md.number(r.model_ask_mean)} s"
+        rows.append([r.workload, r.method, f"{r.trials} ({r.reused}, {r.failed})", md.number(r.best_value),
+                     f"{md.number(r.confirmed_value)} ({r.confirmed_runs or '-'})", md.times(r.confirmed_speedup_vs_default),
+                     md.times(r.confirmed_vs_grid), md.seconds(r.wall_seconds), md.seconds(r.run_seconds),
+                     md.seconds(r.ask_seconds), asks, md.seconds(r.time_to_best_seconds)]
+                    + ["-" if md.missing(r[n]) else show(n, int(r[n])) for n in SHOWN])
+    return md.table(header, rows)
+
+
+def setup(plan: Plan, places: Places) -> str:
+    rows = []
+    for workload in plan.workloads:
+        size = plan.size(workload, SCALE)
+        grid = load_study(places.study(SCALE, workload, "grid"))
+        rows.append([workload, size.size, size.buffer, f"4KiB..{size.largest_page}",
+                     "-" if grid is None else len(grid.trials)])
+    budget = plan.budget
+    return (f"Space `configs/space/{SPACE}.yaml` (page sizes by powers of two up to an eighth of the buffer, fillers "
+            f"and evictors 1, 2 or 4, read-ahead 0, 1, 4 or 16 pages; the rest at the defaults), the same for both "
+            f"methods. The grid measures every point once; Ax runs {budget.ax_initialization} initialization trials "
+            f"(the defaults' run and Sobol points) then Bayesian ones up to {budget.ax_trials}, with several seeds; "
+            f"a proposal of parameters already measured is answered from the study's table, not run again "
+            f"(`reused`). Every study starts with a run of the defaults. Then the defaults and each method's best "
+            f"parameters are measured again, {budget.confirm_repeats} run(s) each (their median is the confirmed "
+            f"figure). Before "
+            f"every run the page cache is dropped; every run is in a memory cgroup of the buffer plus what the "
+            f"program needs beside its data; a trial may take {TIMEOUT_FACTOR}x the defaults' time ({TIMEOUT_FLOOR} s "
+            f"at least).\n\n"
+            + md.table(["workload", "size knob", "pager buffer", "page sizes", "grid points (with the defaults' run)"],
+                       rows))
+
+
+def steps(places: Places, plan: Plan) -> str:
+    path = places.out / plan.log
+    if not path.is_file():
+        return "No step has run yet."
+    log = pd.read_csv(path, dtype={"error": str})
+    loads = pd.concat([log.load_before, log.load_after])
+    last = log.drop_duplicates("step", keep="last")
+    bad = last[last.status != "ok"]
+    failed = ("Every step finished." if bad.empty else
+              md.table(["step", "error"], [[r.step, r.error] for _, r in bad.iterrows()]))
+    return (f"Load average (1 min) at the start and end of each step: min {loads.min():.1f}, median "
+            f"{loads.median():.1f}, max {loads.max():.1f} (2 hardware threads; per step in `{plan.log}`).\n\n"
+            + failed)
+
+
+def write_comparison(plan: Plan, places: Places, command: str) -> Path:
+    out = places.out
+    figures = collect(plan, places)
+    figures.to_csv(out / "ax_vs_grid.csv", index=False)
+    machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
+    sections = [
+        "# Ax against grid on the same sampled space",
+        f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `{command}` from the "
+        f"studies under `studies/{SCALE}/` (one `trials.csv` a study). All figures: `ax_vs_grid.csv`.",
+        "## The targets (issue 4), on the confirmed figures\n" + targets(figures),
+        "## Every method\nTimes in seconds of the workload's timed kernel (lower is better). `confirmed`: the best "
+        "parameters measured again (the runs in brackets); `x defaults`, `x grid`: speedups over the defaults and "
+        "over the grid's best, both measured again. Study wall time: from the first trial's start to the last "
+        "one's end; of which the runs (with each run's process start); the strategy's asks (Ax's model fits).\n\n"
+        + figures_table(figures),
+        "## Setup\n" + setup(plan, places),
+        "## Machine\n" + machine,
+        "## Steps and load\n" + steps(places, plan),
+    ]
+    discussion = out / "ax_vs_grid_discussion.md"
+    if discussion.is_file():
+        sections.append(discussion.read_text().strip())
+    path = out / "ax_vs_grid.md"
+    path.write_text("\n\n".join(sections) + "\n")
+    return path
