@@ -1,10 +1,11 @@
 // The fault reader and the fillers. The reader role rotates among the fillers (leader/followers):
-// one filler waits on the userfaultfd and reads up to max_fault_events events; it hands the role to an
-// idle filler, queues all but the first event for any idle filler, and serves the first itself. A lone
-// fault thus costs one wake-up, and a burst spreads over every idle filler, so a hot region gets more
-// fillers. When fills are faster than waking another thread (a memory store, the page cache), the
-// reader keeps the role for a lone fault instead. Read-ahead and prefetch pages are queued behind the
-// faults.
+// one filler waits on the userfaultfd and reads up to max_fault_events events. Each filler has its
+// own ring of asynchronous reads (read_queue.hpp): the reader queues the reads of every fault it
+// reads, and of their read-ahead, in its ring and keeps the role while the ring has room, so a burst
+// of faults costs one submission and the reader sleeps once for all of them. Faults whose store must
+// be read in place (a memory store, a store without a file behind it) go as before: the reader keeps
+// a lone one when fills are faster than waking another thread, and otherwise hands the role to an
+// idle filler and the rest of the burst to the others, so a hot region gets more fillers.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 
 #include "autopager/config.hpp"
 #include "paging.hpp"
+#include "read_queue.hpp"
 #include "region_table.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
@@ -41,12 +43,39 @@ class FillerPool {
     std::chrono::steady_clock::time_point read_at;
   };
 
+  // A read in flight in a filler's ring, by slot.
+  struct PendingRead {
+    RegionPtr region;
+    std::uint64_t page = 0;
+    bool for_write = false;
+    bool demand = false;  // for a fault (else read-ahead or prefetch)
+    std::chrono::steady_clock::time_point read_at;
+    std::size_t requested = 0;
+  };
+  struct Filler;
   enum class ReadResult { kFaults, kNothing, kStopped };
+  enum class Start { kQueued, kNotNeeded, kInPlace };
 
   void serve();
-  // Reads fault events as the reader; waits for them only when `wait`.
-  ReadResult read_faults(std::vector<uffd_msg>& messages, std::vector<Fault>& faults, bool wait);
-  void serve_fault(const Fault& fault, char* io_buffer);
+  // Runs as the fault reader until the role must go to another filler; false, or true at shutdown.
+  bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<uffd_msg>& messages,
+            std::vector<Fault>& batch);
+  // Reads fault events as the reader; waits for them (serving completed reads meanwhile) when `wait`.
+  ReadResult read_faults(Filler& self, std::vector<uffd_msg>& messages, std::vector<Fault>& faults, bool wait);
+  // Serves a fault, or queues its read. False, with nothing done, when it needs a read in place and
+  // `may_block` is false.
+  bool start_fault(Filler& self, const Fault& fault, bool may_block);
+  bool start_speculative(Filler& self, const PageRef& page, bool may_block);
+  Start queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write, bool demand,
+                   std::chrono::steady_clock::time_point read_at);
+  void fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write);
+  // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
+  void reserve_slot(Filler& self);
+  // Serves the filler's completed reads; waits for an event when `wait`. True at shutdown.
+  bool collect(Filler& self, bool wait, bool watch_faults);
+  void finish_read(Filler& self, const ReadQueue::Completion& completion);
+  void wake_unless_filling(const Region& region, std::uint64_t page);
+  void record_service(std::chrono::steady_clock::time_point read_at);
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   bool fills_are_fast() const;
 

@@ -6,29 +6,39 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "tsan_annotations.hpp"
 
 namespace autopager {
 
-bool Paging::fill(const RegionPtr& region_ptr, std::uint64_t page, bool for_write, bool speculative,
+bool Paging::fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative,
                   char* io_buffer) {
-  Region& region = *region_ptr;
+  if (!claim(*region, page, speculative, [this] { reserve_slot(); }))
+    return false;
+  ssize_t got = region->store->read(io_buffer, region->page_size, region->page_offset(page));
+  return finish(region, page, for_write, io_buffer, got);
+}
+
+bool Paging::claim(Region& region, std::uint64_t page, bool speculative, const std::function<void()>& reserve) {
   if (region.state(page) != PageState::kAbsent || region.closing.load()) return false;
   if (speculative) {
     if (!buffer_.try_reserve()) return false;
   } else {
-    buffer_.reserve([this] { return evict_one(); });
+    reserve();
   }
-
-  std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.state(page) != PageState::kAbsent || region.closing.load()) {
-    lock.unlock();
     buffer_.release();
     return false;
   }
+  region.set_state(page, PageState::kFilling);
+  return true;
+}
+
+bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, bool for_write, char* io_buffer, ssize_t got) {
+  Region& region = *region_ptr;
   const std::size_t page_size = region.page_size;
-  ssize_t got = region.store->read(io_buffer, page_size, region.page_offset(page));
   if (got < 0) {
     std::fprintf(stderr, "autopager: reading page %llu of a region failed: %s; serving zeros\n",
                  static_cast<unsigned long long>(page), std::strerror(errno));
@@ -36,6 +46,14 @@ bool Paging::fill(const RegionPtr& region_ptr, std::uint64_t page, bool for_writ
   }
   if (static_cast<std::size_t>(got) < page_size) std::memset(io_buffer + got, 0, page_size - got);
 
+  std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
+  if (region.closing.load()) {  // unmapped while the read was in flight: drop it
+    region.set_state(page, PageState::kAbsent);
+    lock.unlock();
+    buffer_.release();
+    uffd_.wake(region.page_address(page), page_size);
+    return false;
+  }
   // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
   const bool dirty = region.writable && (for_write || !region.track_writes);
   const bool protect = region.track_writes && !for_write;
@@ -131,6 +149,8 @@ bool Paging::evict_one() {
 int Paging::release_region(Region& region) {
   int first_error = 0;
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
+    // A read in flight ends soon; its filler sees the region closing and drops the page.
+    while (region.state(page) == PageState::kFilling) std::this_thread::yield();
     if (region.state(page) == PageState::kAbsent) continue;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
     if (region.state(page) == PageState::kAbsent) continue;

@@ -2,7 +2,10 @@
 // evicted. Each operation holds the page's stripe lock, so two faults on one page cause one read.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 
 #include "autopager/config.hpp"
 #include "buffer.hpp"
@@ -21,6 +24,15 @@ class Paging {
   // fill waits for a buffer slot, a speculative one (read-ahead, prefetch) gives up when none is free.
   // Returns true when this call read the page.
   bool fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative, char* io_buffer);
+
+  // A fill in two steps, for reads that complete later. claim() takes a buffer slot (through
+  // `reserve`, or only a free one when speculative) and marks the absent page kFilling; false when the
+  // page is present, being filled or its region closing. finish() installs the `got` bytes read (-1:
+  // the read failed) and returns true when the page is now resident.
+  bool try_reserve_slot() { return buffer_.try_reserve(); }
+  void reserve_slot() { buffer_.reserve([this] { return evict_one(); }); }
+  bool claim(Region& region, std::uint64_t page, bool speculative, const std::function<void()>& reserve);
+  bool finish(const RegionPtr& region, std::uint64_t page, bool for_write, char* io_buffer, ssize_t got);
   // The first write to a clean, write-protected page: mark it dirty and let the writer through.
   void resolve_write(Region& region, std::uint64_t page);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno.

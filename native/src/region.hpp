@@ -10,7 +10,8 @@
 
 namespace autopager {
 
-enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2 };
+// kFilling: claimed by a filler whose read is in flight; the faulting threads wait for its copy.
+enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFilling = 3 };
 
 struct Region {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,

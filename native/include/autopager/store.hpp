@@ -27,6 +27,19 @@ class Store {
   virtual bool can_grow() const { return false; }
   // Make written bytes durable; returns 0 or -1 with errno set.
   virtual int sync() { return 0; }
+
+  // Where the bytes a read() of `n` at `offset` into `dst` would fetch lie in one file, so that the
+  // pager can read them asynchronously (io_uring) instead of calling read(). Return false (the
+  // default) when they do not lie in one file or read() must do more; the pager then calls read().
+  struct FileExtent {
+    int fd;
+    std::uint64_t offset;
+    std::size_t length;
+  };
+  virtual bool locate(const void* dst, std::size_t n, std::uint64_t offset, FileExtent& extent) const {
+    (void)dst, (void)n, (void)offset, (void)extent;
+    return false;
+  }
 };
 
 // A file, or a window of it. `length` 0 means to the end of the file.

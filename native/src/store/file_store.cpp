@@ -50,6 +50,14 @@ class FileStore final : public Store {
     return put;
   }
 
+  bool locate(const void* dst, std::size_t n, std::uint64_t offset, FileExtent& extent) const override {
+    std::uint64_t size = size_.load(std::memory_order_relaxed);
+    if (windowed_ && offset >= size) return false;
+    if (windowed_ && offset + n > size) n = static_cast<std::size_t>(size - offset);
+    extent = {descriptor_for(dst, n, offset), offset_ + offset, n};
+    return true;
+  }
+
   std::uint64_t size() const override { return size_.load(std::memory_order_relaxed); }
   bool writable() const override { return writable_; }
   bool can_grow() const override { return !windowed_; }

@@ -19,6 +19,7 @@ struct OpenSegment {
   std::uint64_t file_offset;
   std::uint64_t start;   // where the segment begins in the store
   std::uint64_t length;
+  std::uint64_t file_size;  // bytes of the file past file_offset when opened (reads beyond are zeros)
 };
 
 class MultiFileStore final : public Store {
@@ -37,6 +38,15 @@ class MultiFileStore final : public Store {
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
     return transfer(const_cast<char*>(static_cast<const char*>(src)), n, offset, true);
   }
+  // Only a read within one segment that its file covers is a plain file read.
+  bool locate(const void*, std::size_t n, std::uint64_t offset, FileExtent& extent) const override {
+    if (offset >= size_) return false;
+    const OpenSegment& segment = *segment_at(offset);
+    std::uint64_t within = offset - segment.start;
+    if (n > segment.length - within || within + n > segment.file_size) return false;
+    extent = {segment.fd, segment.file_offset + within, n};
+    return true;
+  }
   std::uint64_t size() const override { return size_; }
   bool writable() const override { return writable_; }
   int sync() override {
@@ -51,9 +61,7 @@ class MultiFileStore final : public Store {
   ssize_t transfer(char* data, std::size_t n, std::uint64_t offset, bool writing) {
     if (offset >= size_) return 0;
     n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - offset));
-    auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
-                               [](std::uint64_t off, const OpenSegment& s) { return off < s.start; });
-    --it;
+    auto it = segment_at(offset);
     std::size_t done = 0;
     for (; done < n && it != segments_.end(); ++it) {
       std::uint64_t within = offset + done - it->start;
@@ -65,6 +73,12 @@ class MultiFileStore final : public Store {
       done += chunk;
     }
     return static_cast<ssize_t>(done);
+  }
+
+  std::vector<OpenSegment>::const_iterator segment_at(std::uint64_t offset) const {
+    auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                               [](std::uint64_t off, const OpenSegment& s) { return off < s.start; });
+    return --it;
   }
 
   std::vector<OpenSegment> segments_;
@@ -87,14 +101,12 @@ std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& seg
       close_all();
       throw std::system_error(saved, std::generic_category(), "cannot open " + segment.path);
     }
-    std::uint64_t length = segment.length;
-    if (length == 0) {
-      struct stat st {};
-      fstat(fd, &st);
-      std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-      length = size > segment.offset ? size - segment.offset : 0;
-    }
-    open_segments.push_back({fd, segment.offset, start, length});
+    struct stat st {};
+    fstat(fd, &st);
+    std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+    std::uint64_t available = size > segment.offset ? size - segment.offset : 0;
+    std::uint64_t length = segment.length != 0 ? segment.length : available;
+    open_segments.push_back({fd, segment.offset, start, length, available});
     start += length;
   }
   // Empty segments take no room; dropping them keeps the lookup simple.
