@@ -41,6 +41,16 @@ void Buffer::reserve(const std::function<bool()>& evict_one) {
   }
 }
 
+std::uint64_t Buffer::claim_evictions(std::uint64_t most) {
+  std::uint64_t evicting = evicting_.load(std::memory_order_acquire);
+  for (;;) {
+    std::uint64_t target = resident() > low_water_ ? resident() - low_water_ : 0;
+    std::uint64_t share = target > evicting ? std::min(most, target - evicting) : 0;
+    if (share == 0) return 0;
+    if (evicting_.compare_exchange_weak(evicting, evicting + share, std::memory_order_acq_rel)) return share;
+  }
+}
+
 void Buffer::release() {
   resident_.fetch_sub(1, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(pressure_mutex_);

@@ -30,7 +30,10 @@ class Buffer {
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
-  bool above_low_water() const { return resident() > low_water_; }
+  // An evictor's share of the pages to evict down to the low water mark, at most `most`: evictors
+  // claim disjoint shares, so that together they stop at the mark. Give the share back when done.
+  std::uint64_t claim_evictions(std::uint64_t most);
+  void end_evictions(std::uint64_t claimed) { evicting_.fetch_sub(claimed, std::memory_order_acq_rel); }
   void wake_all();  // for shutdown
 
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
@@ -52,6 +55,7 @@ class Buffer {
   const std::uint64_t low_water_;
   std::unique_ptr<EvictionPolicy> policy_;
   std::atomic<std::uint64_t> resident_{0};
+  std::atomic<std::uint64_t> evicting_{0};  // claimed by evictors, not yet evicted
   std::vector<Stripe> stripes_;
 
   std::mutex pressure_mutex_;

@@ -3,6 +3,10 @@
 #include <chrono>
 
 namespace autopager {
+namespace {
+// Pages evicted together: their memory goes in one call with one TLB flush.
+constexpr std::uint64_t kBatch = 32;
+}  // namespace
 
 EvictorPool::EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging) : buffer_(buffer), paging_(paging) {
   for (unsigned i = 0; i < evictors; ++i) threads_.emplace_back([this] { run(); });
@@ -16,9 +20,13 @@ EvictorPool::~EvictorPool() {
 
 void EvictorPool::run() {
   while (buffer_.wait_for_pressure(stop_)) {
-    while (!stop_.load() && buffer_.above_low_water()) {
-      if (!paging_.evict_one()) {
-        // Every slot is held by a fill in flight (or a write-back failed): try again shortly.
+    while (!stop_.load()) {
+      std::uint64_t share = buffer_.claim_evictions(kBatch);
+      if (share == 0) break;
+      std::size_t evicted = paging_.evict(share);
+      buffer_.end_evictions(share);
+      if (evicted < share) {
+        // Every other slot is held by a fill in flight (or a write-back failed): try again shortly.
         std::this_thread::sleep_for(std::chrono::microseconds(200));
         break;
       }

@@ -1,16 +1,25 @@
 #include "paging.hpp"
 
-#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "tsan_annotations.hpp"
 
 namespace autopager {
+
+void Region::wait_while_in_transit(std::uint64_t page) const {
+  for (;;) {
+    PageState s = state(page);
+    if (s != PageState::kFilling && s != PageState::kEvicting) return;
+    std::this_thread::yield();
+  }
+}
 
 bool Paging::fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative,
                   char* io_buffer) {
@@ -21,6 +30,8 @@ bool Paging::fill(const RegionPtr& region, std::uint64_t page, bool for_write, b
 }
 
 bool Paging::claim(Region& region, std::uint64_t page, bool speculative, const std::function<void()>& reserve) {
+  // A fault on a page being evicted (it faulted just as the page went) fills it once it is gone.
+  if (!speculative && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   if (region.state(page) != PageState::kAbsent || region.closing.load()) return false;
   if (speculative) {
     if (!buffer_.try_reserve()) return false;
@@ -80,6 +91,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, bool for_wr
 }
 
 void Paging::resolve_write(Region& region, std::uint64_t page) {
+  if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
   void* address = region.page_address(page);
   if (region.state(page) == PageState::kClean && region.track_writes) {
@@ -121,36 +133,61 @@ int Paging::write_back(Region& region, std::uint64_t page) {
   return write_back_locked(region, page, true);
 }
 
-void Paging::drop_locked(Region& region, std::uint64_t page) {
-  madvise(region.page_address(page), region.page_size, MADV_DONTNEED);
-  region.set_state(page, PageState::kAbsent);
-  StatsCounters::add(stats_.evictions);
-}
-
-bool Paging::evict_one() {
-  for (;;) {
+std::size_t Paging::evict(std::size_t most) {
+  // First write the victims back while they stay resident, so that a page is in transit (and a
+  // fault on it waits) only while the batch's memory is dropped, not while others are written.
+  std::vector<PageRef> victims;
+  while (victims.size() < most) {
     std::optional<PageRef> victim = buffer_.policy().next_victim();
-    if (!victim) return false;
+    if (!victim) break;
     Region& region = *victim->region;
-    std::unique_lock<std::mutex> lock(buffer_.lock_for(region, victim->page));
-    // Stale: already evicted, or its region is being unmapped (which releases its pages itself).
-    if (region.state(victim->page) == PageState::kAbsent || region.closing.load()) continue;
-    if (write_back_locked(region, victim->page, false) != 0) {
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page));
+    // Stale: evicted (and maybe being filled again) since, or its region is being unmapped (which
+    // releases its pages itself).
+    if (!region.resident(victim->page) || region.closing.load()) continue;
+    if (region.track_writes && write_back_locked(region, victim->page, true) != 0) {
       buffer_.policy().on_kept(std::move(*victim));
-      return false;
+      break;
     }
-    drop_locked(region, victim->page);
-    lock.unlock();
-    buffer_.release();
-    return true;
+    victims.push_back(std::move(*victim));
   }
+  std::vector<iovec> ranges;
+  std::size_t evicting = 0;
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    PageRef& victim = victims[i];
+    Region& region = *victim.region;
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page));
+    if (!region.resident(victim.page) || region.closing.load()) continue;
+    // Written since (or never write-protected): write it back now, as it goes.
+    if (write_back_locked(region, victim.page, false) != 0) {
+      buffer_.policy().on_kept(std::move(victim));
+      continue;
+    }
+    region.set_state(victim.page, PageState::kEvicting);
+    ranges.push_back({region.page_address(victim.page), region.page_size});
+    if (evicting != i) victims[evicting] = std::move(victim);
+    ++evicting;
+  }
+  victims.resize(evicting);
+  if (victims.empty()) return 0;
+  zapper_.zap(ranges);
+  for (const PageRef& victim : victims) {
+    {
+      std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
+      victim.region->set_state(victim.page, PageState::kAbsent);
+    }
+    StatsCounters::add(stats_.evictions);
+    buffer_.release();
+  }
+  return victims.size();
 }
 
 int Paging::release_region(Region& region) {
   int first_error = 0;
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
-    // A read in flight ends soon; its filler sees the region closing and drops the page.
-    while (region.state(page) == PageState::kFilling) std::this_thread::yield();
+    // A read in flight ends soon (its filler sees the region closing and drops the page), and so
+    // does an eviction.
+    region.wait_while_in_transit(page);
     if (region.state(page) == PageState::kAbsent) continue;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
     if (region.state(page) == PageState::kAbsent) continue;

@@ -12,6 +12,7 @@
 #include "region.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
+#include "zap.hpp"
 
 namespace autopager {
 
@@ -37,19 +38,20 @@ class Paging {
   void resolve_write(Region& region, std::uint64_t page);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno.
   int write_back(Region& region, std::uint64_t page);
-  // Evicts the next victim of the policy; false when there is none left to evict.
-  bool evict_one();
+  // Evicts up to `most` victims of the policy, dropping their memory together; returns how many.
+  std::size_t evict(std::size_t most);
+  bool evict_one() { return evict(1) == 1; }
   // Releases every resident page of a closing region, writing dirty ones back. Returns 0 or an errno.
   int release_region(Region& region);
 
  private:
   int write_back_locked(Region& region, std::uint64_t page, bool keep_resident);
-  void drop_locked(Region& region, std::uint64_t page);
 
   const Config& config_;
   Userfaultfd& uffd_;
   Buffer& buffer_;
   StatsCounters& stats_;
+  Zapper zapper_;
 };
 
 }  // namespace autopager

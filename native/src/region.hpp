@@ -11,7 +11,8 @@
 namespace autopager {
 
 // kFilling: claimed by a filler whose read is in flight; the faulting threads wait for its copy.
-enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFilling = 3 };
+// kEvicting: written back and about to be dropped, with others of an evictor's batch.
+enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFilling = 3, kEvicting = 4 };
 
 struct Region {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
@@ -59,6 +60,12 @@ struct Region {
   void set_state(std::uint64_t page, PageState s) {
     states[page].store(static_cast<std::uint8_t>(s), std::memory_order_release);
   }
+  bool resident(std::uint64_t page) const {
+    PageState s = state(page);
+    return s == PageState::kClean || s == PageState::kDirty;
+  }
+  // A filling or evicting page changes state within microseconds, without anyone's help.
+  void wait_while_in_transit(std::uint64_t page) const;
 
  private:
   std::unique_ptr<std::atomic<std::uint8_t>[]> states;
