@@ -1,5 +1,7 @@
+#include <fcntl.h>
 #include <sys/mman.h>
 
+#include <cstring>
 #include <system_error>
 
 #include "test_util.hpp"
@@ -62,19 +64,9 @@ TEST(MemoryStore, ServesAndKeepsWritesThroughEvictions) {
   EXPECT_EQ(wrong, 0u);
 }
 
-TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
+// Reads the file's bytes through the store, writes some, and checks that they reach the file.
+void expect_round_trip(const std::shared_ptr<Store>& store, const ScratchFile& file, std::uint64_t size) {
   const std::size_t page = system_page_size();
-  const std::uint64_t size = 64 * page + 500;  // an unaligned tail goes through the page cache
-  ScratchFile file(size, 4);
-  FileStoreOptions options;
-  options.direct = true;
-  std::shared_ptr<Store> store;
-  try {
-    store = make_file_store(file.path(), options);
-  } catch (const std::system_error& e) {
-    GTEST_SKIP() << "this file system does not support O_DIRECT: " << e.what();
-  }
   Pager pager(testing::small_config(page, 8));
   auto* bytes = static_cast<std::uint8_t*>(pager.map(store, size));
   std::uint64_t wrong = 0;
@@ -87,6 +79,30 @@ TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
   wrong = 0;
   for (std::uint64_t i = 0; i < size; ++i) wrong += after[i] != (i % 1000 == 0 ? 0xEE : pattern_byte(i, 4));
   EXPECT_EQ(wrong, 0u);
+}
+
+TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::uint64_t size = 64 * system_page_size() + 500;  // an unaligned tail goes through the page cache
+  ScratchFile file(size, 4);
+  FileStoreOptions options;
+  options.direct = true;
+  std::shared_ptr<Store> store;
+  try {
+    store = make_file_store(file.path(), options);
+  } catch (const std::system_error& e) {
+    GTEST_SKIP() << "this file system does not support O_DIRECT: " << e.what();
+  }
+  expect_round_trip(store, file, size);
+}
+
+TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::uint64_t size = 64 * system_page_size() + 500;
+  ScratchFile file(size, 4);
+  int fd = open(file.path().c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
+  expect_round_trip(make_fd_store(fd, {}, true), file, size);
 }
 
 TEST(FileStore, AMissingFileIsAnErrorNamingIt) {

@@ -51,8 +51,9 @@ struct FileStoreOptions {
 };
 // Opens `path`; throws std::system_error naming the path when it cannot.
 std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options = {});
-// Uses an already open descriptor (options.direct is ignored: open it with O_DIRECT for that). The
-// store closes it when destroyed if `take_ownership`.
+// Uses an already open descriptor (options.direct is ignored: open it with O_DIRECT for that; its
+// unaligned reads and writes then go through the page cache). The store closes it when destroyed
+// if `take_ownership`.
 std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options = {}, bool take_ownership = false);
 
 // Several files, each with its own offset and length, seen as one contiguous store in the given order.

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <string>
 #include <system_error>
 
 #include "autopager/config.hpp"
@@ -26,9 +27,9 @@ class FileStore final : public Store {
         size_(length),
         windowed_(windowed) {}
 
+  // `owns`: close fd when destroyed; a separate buffered_fd is always this store's own.
   ~FileStore() override {
-    if (!owns_) return;
-    close(fd_);
+    if (owns_) close(fd_);
     if (buffered_fd_ != fd_) close(buffered_fd_);
   }
 
@@ -113,7 +114,16 @@ std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreO
 }
 
 std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options, bool take_ownership) {
-  return std::make_shared<FileStore>(fd, fd, take_ownership, options.writable, options.offset,
+  int buffered = fd;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_DIRECT) != 0) {
+    // Opened with O_DIRECT: what is not block-aligned (a partial last page) goes through a buffered twin.
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    buffered = open(path.c_str(), (flags & O_ACCMODE) | O_CLOEXEC);
+    if (buffered < 0)
+      throw std::system_error(errno, std::generic_category(), "cannot reopen an O_DIRECT descriptor without it");
+  }
+  return std::make_shared<FileStore>(fd, buffered, take_ownership, options.writable, options.offset,
                                      window_length(fd, options.offset, options.length), options.length != 0);
 }
 
