@@ -15,6 +15,7 @@ figures.csv, summary.md, speedups.png, convergence.png (see experiments/evaluati
     sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
                                                          # bfs): ax_vs_grid.md and .csv (experiments/evaluation/
                                                          # comparison.py)
+    python3 experiments/evaluate.py --ax-overhead tuner --ax-seeds 1   # Ax's own time a trial, no runs
 
 Needs root (dropping the page cache, memory cgroups) and the built workloads (build/workloads, or
 AUTOPAGER_BIN).
@@ -36,6 +37,7 @@ sys.path[:0] = [str(REPO), str(EXPERIMENTS)]
 
 from autopager.errors import ConfigError, StudyError  # noqa: E402
 from evaluation import comparison  # noqa: E402
+from evaluation.axoverhead import VARIANTS, measure_overhead  # noqa: E402
 from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
 from evaluation.plan import BUDGETS, WORKLOADS, KernelSpec, Plan, make_plan  # noqa: E402
@@ -85,7 +87,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "--comparison: " + ",".join(comparison.WORKLOADS) + ")")
     parser.add_argument("--comparison", action="store_true", help="Ax against an exhaustive grid on one sampled "
                         "space (issue 4's target) instead of the evaluation")
-    parser.add_argument("--ax-seeds", type=int, default=3, help="with --comparison: Ax studies, one a seed")
+    parser.add_argument("--ax-seeds", type=int, default=3, help="with --comparison or --ax-overhead: Ax studies, "
+                        "one a seed")
+    parser.add_argument("--ax-overhead", choices=VARIANTS, help="only time Ax's asks with these settings, without "
+                        "workload runs (experiments/evaluation/axoverhead.py)")
     parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, quick: 5)")
     parser.add_argument("--large-ax-trials", type=int, help="Ax trials at the large size (default: as small)")
     parser.add_argument("--mmap-timeout", type=float, default=120, help="seconds a kernel-mmap run")
@@ -111,12 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (REPO / "outputs" / "evaluation-quick" if args.quick else EXPERIMENTS / "results" / "evaluation")
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
+    command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
+    if args.ax_overhead:
+        print(f"evaluation: {measure_overhead(args.ax_overhead, args.ax_seeds, places.out, command)}")
+        return 0
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("evaluate: run as root: the runs drop the page cache, and the kernel's mmap runs in a memory cgroup")
         limit_optimizer_threads()
         run_plan(plan, places, args.mmap_timeout)
-    command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
     write = write_comparison if args.comparison else write_report
     summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
