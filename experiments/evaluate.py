@@ -42,7 +42,7 @@ from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
 from evaluation.plan import BUDGETS, WORKLOADS, KernelSpec, Plan, make_plan  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
-from evaluation.studies import Places, limit_optimizer_threads, run_study  # noqa: E402
+from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study  # noqa: E402
 
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("evaluate: run as root: the runs drop the page cache, and the kernel's mmap runs in a memory cgroup")
-        limit_optimizer_threads()
+        load, start = os.getloadavg()[0], time.perf_counter()
+        load_optimizer()
+        log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
         run_plan(plan, places, args.mmap_timeout)
     write = write_comparison if args.comparison else write_report
     summary = write(plan, places, command)

@@ -16,6 +16,7 @@ sys.path.insert(0, str(REPO / "experiments"))
 
 from evaluation.comparison import SCALE, make_comparison  # noqa: E402
 from evaluation.plan import LARGE, SMALL, TRANSFER, make_plan  # noqa: E402
+from evaluation.studies import OPTIMIZER_STEP  # noqa: E402
 from evaluation.studytable import load_study  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 
@@ -71,7 +72,7 @@ def test_quick_evaluation_writes_every_output(quick):
     for workload in WORKLOADS:
         assert f"| {workload} |" in summary
     steps = pd.read_csv(out / "steps.csv", dtype={"error": str})
-    assert len(steps) == len(make_plan("quick", WORKLOADS).steps)
+    assert len(steps[steps.step != OPTIMIZER_STEP]) == len(make_plan("quick", WORKLOADS).steps)
 
 
 @needs_root_and_workloads
@@ -133,9 +134,10 @@ def test_comparison_runs_ax_and_the_whole_grid_on_one_space(tmp_path):
         confirm = load_study(studies / f"confirm-{method}")
         assert figures.loc[method, "confirmed_value"] == pytest.approx(confirm.trials.value.iloc[0], rel=1e-5)
         assert figures.loc[method, "best_value"] == pytest.approx(load_study(studies / method).best().value)
-    expected = figures.loc["ax-seed0", "wall_seconds"] / figures.loc["grid", "wall_seconds"]
-    assert figures.loc["ax-seed0", "time_vs_grid"] == pytest.approx(expected)
     summary = (out / "ax_vs_grid.md").read_text()
     assert "## The targets (issue 4)" in summary and "| sort | ax-seed1 |" in summary
     steps = pd.read_csv(out / "ax_vs_grid_steps.csv")
-    assert len(steps) == len(plan.steps) and (steps.status == "ok").all()
+    assert len(steps[steps.step != OPTIMIZER_STEP]) == len(plan.steps) and (steps.status == "ok").all()
+    imported = steps.seconds[steps.step == OPTIMIZER_STEP].median()
+    expected = (figures.loc["ax-seed0", "wall_seconds"] + imported) / figures.loc["grid", "wall_seconds"]
+    assert figures.loc["ax-seed0", "time_vs_grid"] == pytest.approx(expected, rel=1e-3)

@@ -4,7 +4,9 @@
 The targets, for each workload and each Ax seed: Ax's best parameters, measured again, are at least 2x faster
 than the defaults measured again; they are within 10% of the grid's best measured again (Ax's time at most
 1.1 times the grid's); and Ax's study took at most a fifth of the grid's wall time (each study from its
-first trial's start to its last trial's end: the runs, the tuner's own work, Ax's import and model fits).
+first trial's start to its last trial's end: the runs, the tuner's own work, Ax's model fits), Ax's with the
+import of torch and Ax added (the evaluation imports them once, before the studies, and logs how long it took;
+a tuner process with the grid imports neither).
 """
 from __future__ import annotations
 
@@ -21,14 +23,15 @@ from evaluation import markdown as md
 from evaluation.comparison import SCALE, SPACE
 from evaluation.machine import describe
 from evaluation.plan import CONFIRM, Plan
-from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
+from evaluation.studies import OPTIMIZER_STEP, TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
 from evaluation.studytable import StudyResult, load_study
 
 TARGET_SPEEDUP, TARGET_NEAR_GRID, TARGET_TIME_SHARE = 2.0, 1 / 1.1, 0.2
 SHOWN = ("page_size", "fillers", "evictors", "read_ahead")
 COLUMNS = ["workload", "size", "buffer", "method", "trials", "reused", "failed", "best_value", "confirmed_value",
            "confirmed_runs", "confirmed_speedup_vs_default", "confirmed_vs_grid", "wall_seconds", "run_seconds",
-           "ask_seconds", "sobol_ask_mean", "model_ask_mean", "time_to_best_seconds", "time_vs_grid", *SHOWN]
+           "ask_seconds", "sobol_ask_mean", "model_ask_mean", "import_seconds", "time_to_best_seconds", "time_vs_grid",
+           *SHOWN]
 
 
 def searches(plan: Plan, workload: str) -> list[str]:
@@ -58,7 +61,7 @@ def method_row(places: Places, plan: Plan, workload: str, method: str) -> dict[s
     kinds = study.trials.kind
     return {
         "workload": workload, "size": size.size, "buffer": size.buffer, "method": method, "trials": len(study.trials),
-        "reused": int((kinds == "reused").sum()), "failed": study.failed(),
+        "reused": int((kinds == "reused").sum()), "failed": study.failed(), "import_seconds": None,
         "best_value": None if best is None else float(best.value),
         "confirmed_value": statistics.median(runs) if runs else None, "confirmed_runs": ";".join(f"{v:.4g}" for v in runs),
         "wall_seconds": study.wall_seconds(), "run_seconds": float(study.trials.wall_seconds.fillna(0).sum()),
@@ -68,8 +71,17 @@ def method_row(places: Places, plan: Plan, workload: str, method: str) -> dict[s
     }
 
 
+def import_seconds(places: Places, plan: Plan) -> float:
+    """How long importing torch and Ax took (the median of the evaluation's runs)."""
+    path = places.out / plan.log
+    log = pd.read_csv(path) if path.is_file() else pd.DataFrame(columns=["step", "seconds"])
+    seconds = log.seconds[log.step == OPTIMIZER_STEP]
+    return float(seconds.median()) if len(seconds) else 0.0
+
+
 def collect(plan: Plan, places: Places) -> pd.DataFrame:
     rows = []
+    imported = import_seconds(places, plan)
     for workload in plan.workloads:
         found = {m: method_row(places, plan, workload, m) for m in ("default", *searches(plan, workload))}
         defaults, grid = found["default"], found.get("grid")
@@ -79,8 +91,10 @@ def collect(plan: Plan, places: Places) -> pd.DataFrame:
             row["confirmed_speedup_vs_default"] = speedup(value, reference, "minimize") if value and reference else None
             if grid and grid["confirmed_value"] and value:
                 row["confirmed_vs_grid"] = speedup(value, grid["confirmed_value"], "minimize")
+            if row["method"].startswith("ax"):
+                row["import_seconds"] = imported
             if grid and row["method"] != "default":
-                row["time_vs_grid"] = row["wall_seconds"] / grid["wall_seconds"]
+                row["time_vs_grid"] = (row["wall_seconds"] + (row["import_seconds"] or 0)) / grid["wall_seconds"]
             rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -91,7 +105,7 @@ def verdict(value, passes: bool) -> str:
 
 def targets(figures: pd.DataFrame) -> str:
     header = ["workload", "Ax run", "Ax best over defaults (>= 2x)", "Ax / grid, confirmed (>= 0.91)",
-              "Ax time / grid time (<= 0.2)", "all three"]
+              "Ax time with its import / grid time (<= 0.2)", "all three"]
     rows = []
     for _, row in figures[figures.method.str.startswith("ax")].iterrows():
         checks = [(row.confirmed_speedup_vs_default, TARGET_SPEEDUP, False),
@@ -105,14 +119,14 @@ def targets(figures: pd.DataFrame) -> str:
 def figures_table(figures: pd.DataFrame) -> str:
     header = ["workload", "method", "trials (reused, failed)", "best trial (s)", "confirmed (s), runs",
               "confirmed x defaults", "confirmed x grid", "study wall time", "of which runs", "strategy's asks",
-              "ask: Sobol / model (mean)", "time to its best"] + list(SHOWN)
+              "ask: Sobol / model (mean)", "+ import", "time to its best"] + list(SHOWN)
     rows = []
     for _, r in figures.iterrows():
         asks = "-" if md.missing(r.model_ask_mean) else f"{md.number(r.sobol_ask_mean)} / {md.number(r.model_ask_mean)} s"
         rows.append([r.workload, r.method, f"{r.trials} ({r.reused}, {r.failed})", md.number(r.best_value),
                      f"{md.number(r.confirmed_value)} ({r.confirmed_runs or '-'})", md.times(r.confirmed_speedup_vs_default),
                      md.times(r.confirmed_vs_grid), md.seconds(r.wall_seconds), md.seconds(r.run_seconds),
-                     md.seconds(r.ask_seconds), asks, md.seconds(r.time_to_best_seconds)]
+                     md.seconds(r.ask_seconds), asks, md.seconds(r.import_seconds), md.seconds(r.time_to_best_seconds)]
                     + ["-" if md.missing(r[n]) else show(n, int(r[n])) for n in SHOWN])
     return md.table(header, rows)
 
@@ -168,7 +182,8 @@ def write_comparison(plan: Plan, places: Places, command: str) -> Path:
         "## Every method\nTimes in seconds of the workload's timed kernel (lower is better). `confirmed`: the best "
         "parameters measured again (the runs in brackets); `x defaults`, `x grid`: speedups over the defaults and "
         "over the grid's best, both measured again. Study wall time: from the first trial's start to the last "
-        "one's end; of which the runs (with each run's process start); the strategy's asks (Ax's model fits).\n\n"
+        "one's end; of which the runs (with each run's process start); the strategy's asks (Ax's model fits). "
+        "`+ import`: importing torch and Ax, added to Ax's time in the targets.\n\n"
         + figures_table(figures),
         "## Setup\n" + setup(plan, places),
         "## Machine\n" + machine,
