@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <optional>
 #include <system_error>
 
 namespace autopager {
@@ -26,9 +25,6 @@ struct AlignedBuffer {
 // Reads in flight at which the reader hands the role to an idle filler (measured with fault_bench: 4
 // served random 4 KiB faults from 32 threads about a third faster than one filler keeping them all).
 constexpr unsigned kHandOnDepth = 4;
-
-// The longest a reader spins waiting for the next fault before it sleeps.
-constexpr std::uint64_t kSpinNs = 50000;
 
 // Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead, within a
 // few MiB of staging buffers.
@@ -202,7 +198,6 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
 FillerPool::ReadResult FillerPool::read_faults(Filler& self, std::vector<uffd_msg>& messages,
                                                std::vector<Fault>& faults, bool wait) {
   pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
-  std::optional<std::chrono::steady_clock::time_point> waiting_since;
   for (;;) {
     ssize_t n = read(uffd_.fd(), messages.data(), messages.size() * sizeof(uffd_msg));
     if (n > 0) {
@@ -213,20 +208,11 @@ FillerPool::ReadResult FillerPool::read_faults(Filler& self, std::vector<uffd_ms
         faults.push_back({static_cast<std::uintptr_t>(messages[i].arg.pagefault.address),
                           messages[i].arg.pagefault.flags, now});
       }
-      if (faults.empty()) continue;
-      if (waiting_since) note_fault_gap(nanoseconds_since(*waiting_since));
-      return ReadResult::kFaults;
+      if (!faults.empty()) return ReadResult::kFaults;
+      continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) return ReadResult::kStopped;
     if (!wait) return ReadResult::kNothing;
-    if (!waiting_since) waiting_since = std::chrono::steady_clock::now();
-    if (spinning_pays() && nanoseconds_since(*waiting_since) < kSpinNs) {
-      if (self.reads.in_flight()) {
-        collect(self, false, false);
-        if (!self.events.reads.empty()) return ReadResult::kNothing;
-      }
-      continue;
-    }
     if (self.reads.available()) {
       // One sleep for whichever comes first: a fault, a read of this filler completing, the stop.
       if (collect(self, true, true)) return ReadResult::kStopped;
@@ -236,18 +222,6 @@ FillerPool::ReadResult FillerPool::read_faults(Filler& self, std::vector<uffd_ms
     if (poll(fds, 2, -1) < 0 && errno != EINTR) return ReadResult::kStopped;
     if (fds[1].revents != 0) return ReadResult::kStopped;
   }
-}
-
-void FillerPool::note_fault_gap(std::uint64_t ns) {
-  std::uint64_t average = fault_gap_ns_average_.load(std::memory_order_relaxed);
-  fault_gap_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
-}
-
-// While faults come back sooner than a sleeping reader could be woken, the reader waits for the next
-// one spinning: on this VM a wake-up across CPUs costs about 50 µs (experiments/results/pager: the
-// bare userfaultfd round trip takes 62 µs on any CPU, 9 µs pinned to one).
-bool FillerPool::spinning_pays() const {
-  return fault_gap_ns_average_.load(std::memory_order_relaxed) < kSpinNs;
 }
 
 bool FillerPool::start_fault(Filler& self, const Fault& fault, bool may_block) {

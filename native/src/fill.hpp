@@ -78,8 +78,6 @@ class FillerPool {
   void record_service(std::chrono::steady_clock::time_point read_at);
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   bool fills_are_fast() const;
-  void note_fault_gap(std::uint64_t ns);
-  bool spinning_pays() const;
 
   const Config& config_;
   Userfaultfd& uffd_;
@@ -88,7 +86,6 @@ class FillerPool {
   StatsCounters& stats_;
   int stop_event_ = -1;
   std::atomic<std::uint64_t> fill_ns_average_{0};  // moving average of one demand fill
-  std::atomic<std::uint64_t> fault_gap_ns_average_{0};  // of the reader's waits for the next fault
 
   std::mutex mutex_;
   std::condition_variable idle_;
