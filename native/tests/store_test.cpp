@@ -12,7 +12,11 @@ namespace {
 using testing::pattern_byte;
 using testing::ScratchFile;
 
-TEST(MultiFileStore, FilesWithOffsetsAndLengthsFormOneRegion) {
+// With O_DIRECT (the parameter) too: segment a starts at an unaligned offset, so its pages go through
+// the page cache while the others are read directly.
+class MultiFileStoreTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MultiFileStoreTest, FilesWithOffsetsAndLengthsFormOneRegion) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
   ScratchFile a(10 * page, 1), b(7 * page + 333, 2), c(5 * page, 3);
@@ -20,7 +24,7 @@ TEST(MultiFileStore, FilesWithOffsetsAndLengthsFormOneRegion) {
   std::vector<FileSegment> segments = {{a.path(), 100, 3 * page}, {b.path(), 0, 0}, {c.path(), page, 2 * page}};
   const std::uint64_t total = 3 * page + 7 * page + 333 + 2 * page;
   Pager pager(testing::small_config(page, 4));
-  auto store = make_multi_file_store(segments);
+  auto store = make_multi_file_store(segments, true, GetParam());
   ASSERT_EQ(store->size(), total);
   auto* bytes = static_cast<std::uint8_t*>(pager.map(store, total));
   auto expected = [&](std::uint64_t i) {
@@ -43,6 +47,8 @@ TEST(MultiFileStore, FilesWithOffsetsAndLengthsFormOneRegion) {
   EXPECT_EQ(c.contents()[3 * page - 1], 0x33);
   EXPECT_EQ(c.contents()[3 * page], pattern_byte(3 * page, 3)) << "past the segment is untouched";
 }
+
+INSTANTIATE_TEST_SUITE_P(Direct, MultiFileStoreTest, ::testing::Bool());
 
 TEST(MemoryStore, ServesAndKeepsWritesThroughEvictions) {
   AUTOPAGER_REQUIRE_USERFAULTFD();

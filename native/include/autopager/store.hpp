@@ -62,7 +62,9 @@ struct FileSegment {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;   // 0: to the end of the file
 };
-std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& segments, bool writable = true);
+// `direct`: O_DIRECT for every file, as FileStoreOptions::direct.
+std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& segments, bool writable = true,
+                                             bool direct = false);
 
 // Bytes in this process's memory: a store that costs (almost) nothing, to measure the pager alone.
 std::shared_ptr<Store> make_memory_store(std::uint64_t size);
