@@ -78,7 +78,6 @@ void ReadQueue::submit() {
 
 void ReadQueue::collect(bool wait, int watch_fd, Events& events) {
   events.reads.clear();
-  events.faults_pending = false;
   io_uring* ring = &ring_->ring;
   if (watch_fd >= 0 && !ring_->watching) {
     io_uring_sqe* sqe = ring_->next_sqe();
@@ -97,8 +96,7 @@ void ReadQueue::collect(bool wait, int watch_fd, Events& events) {
     ++seen;
     std::uint64_t tag = io_uring_cqe_get_data64(cqe);
     if (tag == kWatchTag) {
-      ring_->watching = false;
-      events.faults_pending = true;
+      ring_->watching = false;  // the caller reads the userfaultfd next
     } else if (tag == kStopTag) {
       events.stop = true;
     } else {

@@ -20,8 +20,7 @@ class ReadQueue {
   };
   struct Events {
     std::vector<Completion> reads;
-    bool faults_pending = false;  // the watched userfaultfd became readable
-    bool stop = false;            // the stop event fired
+    bool stop = false;  // the stop event fired
   };
 
   // `stop_fd`: an eventfd whose readability ends every wait.
