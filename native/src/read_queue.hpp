@@ -44,7 +44,7 @@ class ReadQueue {
 
   // Hands the queued reads to the kernel now.
   void submit();
-  // Submits what is queued and gathers completions into `events` (cleared first). With `wait`, sleeps
+  // Submits what is queued and gathers completions into `events.reads` (cleared first). With `wait`, sleeps
   // until there is at least one event; `watch_fd` (>= 0) is watched for readability meanwhile.
   void collect(bool wait, int watch_fd, Events& events);
 
