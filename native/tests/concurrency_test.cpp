@@ -53,7 +53,9 @@ TEST(Concurrency, ThreadsFaultingTheSamePageCauseOneRead) {
   const std::size_t page = system_page_size();
   const std::uint64_t pages = 64;
   auto store = std::make_shared<CountingStore>(pages * page);
-  Pager pager(testing::small_config(page, pages, 8));
+  // Room for every page below the high water mark: no eviction, so a page read twice is a double fill
+  // (with eviction, a thread descheduled for long would fault an evicted page again, rightly).
+  Pager pager(testing::small_config(page, 2 * pages, 8));
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(store, pages * page, PROT_READ));
   std::atomic<std::uint64_t> wrong{0};
   std::atomic<bool> go{false};
