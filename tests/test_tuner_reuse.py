@@ -35,9 +35,13 @@ def test_ax_proposing_a_measured_point_again_reuses_its_result(tuner_home, capsy
     for _, row in reused.iterrows():
         source = table.loc[table.trial == row.reused_from].iloc[0]
         assert source.kind != "reused" and (source[PARAMS] == row[PARAMS]).all()
-        assert row.value == source.value and row.wall_seconds == 0 and pd.isna(row.repeats)
+        assert row.status == source.status and row.wall_seconds == 0 and pd.isna(row.repeats)
+        assert row.value == source.value or pd.isna(row.value) and pd.isna(source.value)
     assert (table.loc[1:, "proposed_by"].isin(["Sobol", "MBM", "CenterOfSearchSpace"])).all()
     assert set(table.proposed_by.dropna()) >= {"Sobol", "MBM"}
+    failing = (table.page_size == 128 << 10) & (table.fillers == 1)
+    assert failing.sum() <= 2, "Ax kept proposing the point that failed"  # told as the worst value seen
+    assert (table[failing].status == "failed").all()
     out = capsys.readouterr().out
     assert f"{len(reused)} answered from an earlier trial" in out and "not run again" in out
 

@@ -6,6 +6,8 @@ position in the space's sampled values, rounded to the nearest one. When both wa
 low one is searched as a share of the values below the high one, so every proposal keeps
 ``evict_low_water < evict_high_water`` without a constraint.
 Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome.
+A failed trial (a crash, a timeout, the out-of-memory killer) is given to Ax as the worst value seen so far:
+marked failed, it taught Ax's model nothing, and the model kept proposing the same point.
 
 The generation strategy is Ax's default (``Client.configure_generation_strategy``'s: Sobol, then the modular
 BoTorch model), with two changes made through Ax's own generator settings: a resumed study continues the
@@ -67,6 +69,7 @@ class AxStrategy(Strategy):
         self.client = None
         self.generation = None  # made at the first ask, once the told trials show where Sobol stopped
         self.sobol_drawn = 0
+        self.losses: list[float] = []
         if not space.dimensions:
             return
         self.low_share = LOW in space.dimensions and HIGH in space.dimensions
@@ -132,12 +135,16 @@ class AxStrategy(Strategy):
     def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
         if self.client is None:
             return
+        if value is not None:
+            self.losses.append(self.loss(value))
         index = self.pending.pop(key(params), None)
         if index is None:
             self.sobol_drawn += proposed_by == SOBOL
             if not self.space.contains(params):
                 return  # e.g. the defaults, outside a narrowed space: Ax's model cannot place it
             index = self.client.attach_trial(parameters=self.to_point(params))
+        if value is None and self.losses:
+            value = self.loss(max(self.losses))  # the worst so far, back in the metric's direction
         if value is None:
             self.client.mark_trial_failed(trial_index=index, failed_reason="the run failed")
         else:
