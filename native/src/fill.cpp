@@ -26,12 +26,14 @@ struct AlignedBuffer {
 // served random 4 KiB faults from 32 threads about a third faster than one filler keeping them all).
 constexpr unsigned kHandOnDepth = 4;
 
-// Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead, within a
-// few MiB of staging buffers.
-unsigned ring_slots(std::size_t page_size) {
-  constexpr std::size_t kStagingBytes = 8u << 20;
+// Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead. Their
+// staging buffers are memory beyond the buffer's, so all fillers' together stay within a quarter of
+// the buffer (and 8 MiB a filler): a program run in a memory limit sized for its buffer still fits.
+unsigned ring_slots(const Config& config) {
+  constexpr std::size_t kMostStagingBytes = 8u << 20;
   constexpr std::size_t kMostSlots = 64;
-  return static_cast<unsigned>(std::clamp<std::size_t>(kStagingBytes / page_size, 1, kMostSlots));
+  std::size_t staging = std::min(kMostStagingBytes, config.buffer_bytes() / 4 / config.fillers);
+  return static_cast<unsigned>(std::clamp<std::size_t>(staging / config.page_size, 1, kMostSlots));
 }
 
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
@@ -42,8 +44,10 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 struct FillerPool::Filler {
-  Filler(std::size_t page_size, int stop_fd)
-      : reads(ring_slots(page_size), page_size, stop_fd), pending(ring_slots(page_size)), in_place(page_size) {}
+  Filler(const Config& config, int stop_fd)
+      : reads(ring_slots(config), config.page_size, stop_fd),
+        pending(ring_slots(config)),
+        in_place(config.page_size) {}
   ReadQueue reads;
   std::vector<PendingRead> pending;  // by slot
   ReadQueue::Events events;
@@ -79,7 +83,7 @@ void FillerPool::prefetch(PageRef page) {
 }
 
 void FillerPool::serve() {
-  Filler self(config_.page_size, stop_event_);
+  Filler self(config_, stop_event_);
   std::vector<uffd_msg> messages(config_.max_fault_events);
   std::vector<Fault> batch;
   batch.reserve(messages.size());
