@@ -14,7 +14,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "experiments"))
 
-from evaluation.comparison import SCALE, make_comparison  # noqa: E402
+from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
 from evaluation.plan import LARGE, SMALL, TRANSFER, make_plan  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP  # noqa: E402
 from evaluation.studytable import load_study  # noqa: E402
@@ -131,7 +131,7 @@ def test_comparison_runs_ax_and_the_whole_grid_on_one_space(tmp_path):
     figures = pd.read_csv(out / "ax_vs_grid.csv").set_index("method")
     assert set(figures.index) == {"default", "ax-seed0", "ax-seed1", "grid"}
     for method in figures.index:
-        confirm = load_study(studies / f"confirm-{method}")
+        confirm = load_study(studies / confirmation(method, 0))
         assert figures.loc[method, "confirmed_value"] == pytest.approx(confirm.trials.value.iloc[0], rel=1e-5)
         assert figures.loc[method, "best_value"] == pytest.approx(load_study(studies / method).best().value)
     summary = (out / "ax_vs_grid.md").read_text()

@@ -20,9 +20,9 @@ import pandas as pd
 from autopager.progress import speedup
 from autopager.space import show
 from evaluation import markdown as md
-from evaluation.comparison import SCALE, SPACE
+from evaluation.comparison import SCALE, SPACE, confirmation
 from evaluation.machine import describe
-from evaluation.plan import CONFIRM, Plan
+from evaluation.plan import Plan
 from evaluation.studies import OPTIMIZER_STEP, TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
 from evaluation.studytable import StudyResult, load_study
 
@@ -39,9 +39,11 @@ def searches(plan: Plan, workload: str) -> list[str]:
     return [step.method for step in plan.steps if step.workload == workload and step.strategy in ("ax", "grid")]
 
 
-def confirmed_runs(places: Places, workload: str, method: str) -> list[float]:
-    study = load_study(places.study(SCALE, workload, f"{CONFIRM}-{method}"))
-    return study.default_values() if study else []
+def confirmed_runs(places: Places, plan: Plan, workload: str, method: str) -> list[float]:
+    """The confirmation rounds' runs of ``method``'s best parameters, in round order."""
+    studies = [load_study(places.study(SCALE, workload, confirmation(method, round_)))
+               for round_ in range(plan.budget.confirm_repeats)]
+    return [value for study in studies if study for value in study.default_values()]
 
 
 def ask_mean(study: StudyResult, node: str) -> float | None:
@@ -57,7 +59,7 @@ def method_row(places: Places, plan: Plan, workload: str, method: str) -> dict[s
         return None
     size = plan.size(workload, SCALE)
     best, params = study.best(), study.best_params() or {}
-    runs = confirmed_runs(places, workload, method)
+    runs = confirmed_runs(places, plan, workload, method)
     kinds = study.trials.kind
     return {
         "workload": workload, "size": size.size, "buffer": size.buffer, "method": method, "trials": len(study.trials),
@@ -145,8 +147,8 @@ def setup(plan: Plan, places: Places) -> str:
             f"(the defaults' run and Sobol points) then Bayesian ones up to {budget.ax_trials}, with several seeds; "
             f"a proposal of parameters already measured is answered from the study's table, not run again "
             f"(`reused`). Every study starts with a run of the defaults. Then the defaults and each method's best "
-            f"parameters are measured again, {budget.confirm_repeats} run(s) each (their median is the confirmed "
-            f"figure). Before "
+            f"parameters are measured again in {budget.confirm_repeats} rounds, each measuring every one of them "
+            f"once (the median of a method's runs is its confirmed figure; a confirmation run may take 60 s). Before "
             f"every run the page cache is dropped; every run is in a memory cgroup of the buffer plus what the "
             f"program needs beside its data; a trial may take {TIMEOUT_FACTOR}x the defaults' time ({TIMEOUT_FLOOR} s "
             f"at least).\n\n"
