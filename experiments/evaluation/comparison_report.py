@@ -29,7 +29,8 @@ from evaluation.studytable import StudyResult, load_study
 TARGET_SPEEDUP, TARGET_NEAR_GRID, TARGET_TIME_SHARE = 2.0, 1 / 1.1, 0.2
 SHOWN = ("page_size", "fillers", "evictors", "read_ahead")
 COLUMNS = ["workload", "size", "buffer", "method", "trials", "reused", "failed", "best_value", "confirmed_value",
-           "confirmed_runs", "confirmed_speedup_vs_default", "confirmed_vs_grid", "wall_seconds", "run_seconds",
+           "confirmed_runs", "confirmed_speedup_vs_default", "confirmed_vs_grid", "paired_vs_grid", "wall_seconds",
+           "run_seconds",
            "ask_seconds", "sobol_ask_mean", "model_ask_mean", "import_seconds", "time_to_best_seconds", "time_vs_grid",
            *SHOWN]
 
@@ -44,6 +45,18 @@ def confirmed_runs(places: Places, plan: Plan, workload: str, method: str) -> li
     studies = [load_study(places.study(SCALE, workload, confirmation(method, round_)))
                for round_ in range(plan.budget.confirm_repeats)]
     return [value for study in studies if study for value in study.default_values()]
+
+
+def paired(places: Places, plan: Plan, workload: str, method: str) -> float | None:
+    """The median over the confirmation rounds of the speedup of ``method``'s run over the grid's run of the
+    same round: less moved than the ratio of medians by a machine that changes speed between rounds."""
+    ratios = []
+    for round_ in range(plan.budget.confirm_repeats):
+        runs = [load_study(places.study(SCALE, workload, confirmation(m, round_))) for m in (method, "grid")]
+        values = [study.default_values() if study else [] for study in runs]
+        if all(values):
+            ratios.append(speedup(values[0][0], values[1][0], "minimize"))
+    return statistics.median(ratios) if ratios else None
 
 
 def ask_mean(study: StudyResult, node: str) -> float | None:
@@ -93,6 +106,7 @@ def collect(plan: Plan, places: Places) -> pd.DataFrame:
             row["confirmed_speedup_vs_default"] = speedup(value, reference, "minimize") if value and reference else None
             if grid and grid["confirmed_value"] and value:
                 row["confirmed_vs_grid"] = speedup(value, grid["confirmed_value"], "minimize")
+                row["paired_vs_grid"] = paired(places, plan, workload, row["method"])
             if row["method"].startswith("ax"):
                 row["import_seconds"] = imported
             if grid and row["method"] != "default":
@@ -120,14 +134,14 @@ def targets(figures: pd.DataFrame) -> str:
 
 def figures_table(figures: pd.DataFrame) -> str:
     header = ["workload", "method", "trials (reused, failed)", "best trial (s)", "confirmed (s), runs",
-              "confirmed x defaults", "confirmed x grid", "study wall time", "of which runs", "strategy's asks",
+              "confirmed x defaults", "confirmed x grid (round by round)", "study wall time", "of which runs", "strategy's asks",
               "ask: Sobol / model (mean)", "+ import", "time to its best"] + list(SHOWN)
     rows = []
     for _, r in figures.iterrows():
         asks = "-" if md.missing(r.model_ask_mean) else f"{md.number(r.sobol_ask_mean)} / {md.number(r.model_ask_mean)} s"
         rows.append([r.workload, r.method, f"{r.trials} ({r.reused}, {r.failed})", md.number(r.best_value),
                      f"{md.number(r.confirmed_value)} ({r.confirmed_runs or '-'})", md.times(r.confirmed_speedup_vs_default),
-                     md.times(r.confirmed_vs_grid), md.seconds(r.wall_seconds), md.seconds(r.run_seconds),
+                     f"{md.times(r.confirmed_vs_grid)} ({md.times(r.paired_vs_grid)})", md.seconds(r.wall_seconds), md.seconds(r.run_seconds),
                      md.seconds(r.ask_seconds), asks, md.seconds(r.import_seconds), md.seconds(r.time_to_best_seconds)]
                     + ["-" if md.missing(r[n]) else show(n, int(r[n])) for n in SHOWN])
     return md.table(header, rows)
