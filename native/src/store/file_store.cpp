@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <string>
@@ -34,9 +35,8 @@ class FileStore final : public Store {
   }
 
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
-    std::uint64_t size = size_.load(std::memory_order_relaxed);
-    if (windowed_ && offset >= size) return 0;
-    if (windowed_ && offset + n > size) n = static_cast<std::size_t>(size - offset);
+    n = in_window(n, offset);
+    if (n == 0) return 0;
     return read_fully(descriptor_for(dst, n, offset), dst, n, offset_ + offset);
   }
 
@@ -52,9 +52,8 @@ class FileStore final : public Store {
   }
 
   bool locate(const void* dst, std::size_t n, std::uint64_t offset, FileExtent& extent) const override {
-    std::uint64_t size = size_.load(std::memory_order_relaxed);
-    if (windowed_ && offset >= size) return false;
-    if (windowed_ && offset + n > size) n = static_cast<std::size_t>(size - offset);
+    n = in_window(n, offset);
+    if (n == 0) return false;
     extent = {descriptor_for(dst, n, offset), offset_ + offset, n};
     return true;
   }
@@ -65,6 +64,13 @@ class FileStore final : public Store {
   int sync() override { return fdatasync(fd_); }
 
  private:
+  // The bytes of a transfer of `n` at `offset` that lie in the window (all of them for a whole file).
+  std::size_t in_window(std::size_t n, std::uint64_t offset) const {
+    if (!windowed_) return n;
+    std::uint64_t size = size_.load(std::memory_order_relaxed);
+    return offset >= size ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(n, size - offset));
+  }
+
   // O_DIRECT needs block-aligned buffers, offsets and lengths; anything else goes through the cache.
   int descriptor_for(const void* buffer, std::size_t n, std::uint64_t offset) const {
     if (fd_ == buffered_fd_) return fd_;
