@@ -322,6 +322,7 @@ void FillerPool::finish_read(Filler& self, const ReadQueue::Completion& completi
   }
   paging_.finish(read.region, read.page, read.for_write, data, got);
   if (read.demand) record_service(read.read_at);
+  else continue_read_ahead(read.region, read.page);
   read.region.reset();
   self.reads.release(completion.slot);
 }
@@ -344,12 +345,23 @@ bool FillerPool::fills_are_fast() const {
 
 // Queued as the faulting page is read, so that its following pages are read meanwhile.
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+  if (config_.read_ahead == 0) return;
   std::uint64_t last = std::min<std::uint64_t>(page + config_.read_ahead, region->page_count - 1);
-  if (last <= page) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  region->read_ahead.fault(page);
+  const std::size_t queued = speculative_.size();
   for (std::uint64_t next = page + 1; next <= last; ++next)
     if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
-  if (idle_fillers_ > 0) idle_.notify_all();
+  if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
+}
+
+void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::uint64_t next;
+  if (!region->read_ahead.next_after(page, next) || next >= region->page_count) return;
+  if (region->state(next) != PageState::kAbsent) return;
+  speculative_.push_back(PageRef{region, next});
+  if (idle_fillers_ > 0) idle_.notify_one();
 }
 
 }  // namespace autopager

@@ -77,6 +77,8 @@ class FillerPool {
   void wake_unless_filling(const Region& region, std::uint64_t page);
   void record_service(std::chrono::steady_clock::time_point read_at);
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
+  // A read-ahead read completed: the next read of its stream, if it goes on (read_ahead.hpp).
+  void continue_read_ahead(const RegionPtr& region, std::uint64_t page);
   bool fills_are_fast() const;
 
   const Config& config_;

@@ -62,7 +62,8 @@ class PagerImpl {
       throw;
     }
     regions_.add(std::make_shared<Region>(next_region_id_++, static_cast<char*>(base), length, page,
-                                          std::move(store), writable, track_writes));
+                                          std::move(store), writable, track_writes,
+                                          ReadAheadStreams::for_config(config_)));
     return base;
   }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "autopager/store.hpp"
+#include "read_ahead.hpp"
 
 namespace autopager {
 
@@ -16,7 +17,7 @@ enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFill
 
 struct Region {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
-         bool writable, bool track_writes)
+         bool writable, bool track_writes, ReadAheadStreams read_ahead)
       : id(id),
         base(base),
         length(length),
@@ -25,6 +26,7 @@ struct Region {
         store(std::move(store)),
         writable(writable),
         track_writes(track_writes),
+        read_ahead(read_ahead),
         states(new std::atomic<std::uint8_t>[page_count]()) {}
 
   const std::uint64_t id;
@@ -36,6 +38,7 @@ struct Region {
   const bool writable;
   const bool track_writes;         // pages are installed write-protected and made writable on first write
   std::atomic<bool> closing{false};
+  ReadAheadStreams read_ahead;     // guarded by the filler pool's lock
 
   std::size_t mapped_length() const { return page_count * page_size; }
   bool contains(const void* address) const {

@@ -68,6 +68,34 @@ TEST(ReadFaults, ReadAheadBringsInTheFollowingPages) {
   pager.unmap(const_cast<std::uint8_t*>(bytes));
 }
 
+// A second fault just past the pages read ahead shows a sequential scan: the window doubles (4 to 8
+// pages beyond that fault) and each completed read starts the next, until the window is read, and no
+// further.
+TEST(ReadFaults, ReadAheadRunsOnAlongASequentialScanWithinItsWindow) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  ScratchFile file(256 * page);
+  Config config = small_config(page, 256);
+  config.read_ahead = 4;
+  Pager pager(config);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), 256 * page, PROT_READ));
+  auto settle = [&](std::uint64_t fills) {
+    for (int tries = 0; tries < 2000 && pager.stats().fills < fills; ++tries) usleep(1000);
+    usleep(50000);  // time for any read beyond the window to show
+  };
+  EXPECT_EQ(bytes[0], testing::pattern_byte(0, 1));
+  settle(5);
+  EXPECT_EQ(pager.stats().fills, 5u) << "a first fault reads only its read_ahead pages";
+  EXPECT_EQ(bytes[5 * page], testing::pattern_byte(5 * page, 1));
+  settle(14);
+  Stats s = pager.stats();
+  EXPECT_EQ(s.fills, 14u) << "pages 0 to 5 + 8";
+  EXPECT_EQ(s.read_faults, 2u);
+  for (std::size_t i = 0; i < 14 * page; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1));
+  EXPECT_EQ(pager.stats().read_faults, 2u) << "the scan up to the window's end must not fault";
+  pager.unmap(const_cast<std::uint8_t*>(bytes));
+}
+
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
