@@ -489,7 +489,7 @@ def parse_args(argv=None):
     ap.add_argument("--buffer-mib", type=int, default=256, help="pager buffer for the disk runs")
     ap.add_argument("--fillers", default="1,2,4,8,16,32", help="fillers F (and fio iodepths) of the random section")
     ap.add_argument("--page-sizes", default="4096,65536,1048576,4194304", help="page sizes of the scans")
-    ap.add_argument("--read-ahead", type=int, default=4, help="read_ahead of the read-ahead scan column")
+    ap.add_argument("--read-ahead", type=int, default=16, help="read_ahead of the read-ahead scan column")
     ap.add_argument("--read-ahead-fillers", type=int, default=4, help="fillers of the read-ahead scan column")
     ap.add_argument("--memory-mib", type=int, default=256, help="region of the floor and memory-store fault runs")
     ap.add_argument("--scan-mib", type=int, default=1024, help="region of the floor and memory-store scans")
