@@ -50,22 +50,41 @@ TEST(ReadFaults, ZeroFillPastTheEndOfTheStore) {
   EXPECT_EQ(file.contents().size(), page + 100) << "reading must not change the file";
 }
 
+// A file of `pages` system pages, mapped read-only through a pager with a buffer as large and `read_ahead`.
+struct ReadAheadMapping {
+  ReadAheadMapping(std::size_t pages, unsigned read_ahead)
+      : page(system_page_size()), file(pages * page), pager(configured(pages, read_ahead)) {
+    bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+  }
+  ~ReadAheadMapping() { pager.unmap(const_cast<std::uint8_t*>(bytes)); }
+  static Config configured(std::size_t pages, unsigned read_ahead) {
+    Config config = small_config(system_page_size(), pages);
+    config.read_ahead = read_ahead;
+    return config;
+  }
+  // Waits for `fills` pages read, then long enough for any read beyond them to show.
+  void settle(std::uint64_t fills) {
+    for (int tries = 0; tries < 2000 && pager.stats().fills < fills; ++tries) usleep(1000);
+    usleep(50000);
+  }
+  std::uint8_t byte(std::size_t i) const { return bytes[i]; }
+
+  const std::size_t page;
+  ScratchFile file;
+  Pager pager;
+  const std::uint8_t* bytes = nullptr;
+};
+
 TEST(ReadFaults, ReadAheadBringsInTheFollowingPages) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  ScratchFile file(64 * page);
-  Config config = small_config(page, 64);
-  config.read_ahead = 7;
-  Pager pager(config);
-  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), 64 * page, PROT_READ));
-  EXPECT_EQ(bytes[0], testing::pattern_byte(0, 1));
-  for (int tries = 0; tries < 2000 && pager.stats().fills < 8; ++tries) usleep(1000);
-  Stats s = pager.stats();
+  ReadAheadMapping m(64, 7);
+  EXPECT_EQ(m.byte(0), testing::pattern_byte(0, 1));
+  m.settle(8);
+  Stats s = m.pager.stats();
   EXPECT_EQ(s.read_faults, 1u);
   EXPECT_EQ(s.fills, 8u);
-  for (std::size_t i = 0; i < 8 * page; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1));
-  EXPECT_EQ(pager.stats().read_faults, 1u) << "pages brought in by read-ahead must not fault";
-  pager.unmap(const_cast<std::uint8_t*>(bytes));
+  for (std::size_t i = 0; i < 8 * m.page; ++i) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
+  EXPECT_EQ(m.pager.stats().read_faults, 1u) << "pages brought in by read-ahead must not fault";
 }
 
 // A second fault just past the pages read ahead shows a sequential scan: the window doubles (4 to 8
@@ -73,27 +92,17 @@ TEST(ReadFaults, ReadAheadBringsInTheFollowingPages) {
 // further.
 TEST(ReadFaults, ReadAheadRunsOnAlongASequentialScanWithinItsWindow) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  ScratchFile file(256 * page);
-  Config config = small_config(page, 256);
-  config.read_ahead = 4;
-  Pager pager(config);
-  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), 256 * page, PROT_READ));
-  auto settle = [&](std::uint64_t fills) {
-    for (int tries = 0; tries < 2000 && pager.stats().fills < fills; ++tries) usleep(1000);
-    usleep(50000);  // time for any read beyond the window to show
-  };
-  EXPECT_EQ(bytes[0], testing::pattern_byte(0, 1));
-  settle(5);
-  EXPECT_EQ(pager.stats().fills, 5u) << "a first fault reads only its read_ahead pages";
-  EXPECT_EQ(bytes[5 * page], testing::pattern_byte(5 * page, 1));
-  settle(14);
-  Stats s = pager.stats();
+  ReadAheadMapping m(256, 4);
+  EXPECT_EQ(m.byte(0), testing::pattern_byte(0, 1));
+  m.settle(5);
+  EXPECT_EQ(m.pager.stats().fills, 5u) << "a first fault reads only its read_ahead pages";
+  EXPECT_EQ(m.byte(5 * m.page), testing::pattern_byte(5 * m.page, 1));
+  m.settle(14);
+  Stats s = m.pager.stats();
   EXPECT_EQ(s.fills, 14u) << "pages 0 to 5 + 8";
   EXPECT_EQ(s.read_faults, 2u);
-  for (std::size_t i = 0; i < 14 * page; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1));
-  EXPECT_EQ(pager.stats().read_faults, 2u) << "the scan up to the window's end must not fault";
-  pager.unmap(const_cast<std::uint8_t*>(bytes));
+  for (std::size_t i = 0; i < 14 * m.page; ++i) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
+  EXPECT_EQ(m.pager.stats().read_faults, 2u) << "the scan up to the window's end must not fault";
 }
 
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
