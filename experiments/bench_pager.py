@@ -125,6 +125,9 @@ def make_plan(a) -> Plan:
             row = str(f)
             fs = ("--fillers", str(f), "--max-fault-events", str(max(f, 2)))
             p.add("random", row, "fio", "fio", ("randread", "4k", str(f)))
+            if f == 1:  # one handler thread, one fault at a time: pread with O_DIRECT, then UFFDIO_COPY
+                p.add("random", row, "uffd floor T=1", "floor",
+                      ("--mib", str(a.file_size // MIB), "--file", a.data_file, "--seconds", str(a.seconds)))
             p.add("random", row, "pager T=1", "fault_bench", pager + fs + ("--threads", "1") + common)
             p.add("random", row, "pager T=2", "fault_bench", pager + fs + ("--threads", "2") + common)
             p.add("random", row, "pager T=F", "fault_bench", pager + fs + ("--threads", str(f)) + common)
@@ -355,6 +358,14 @@ def random_section(res: Results, targets: list) -> str:
                    ("mmap-private T=F", "switches_per_page")]
     detail = [[f] + [fmt(res.median("random", f, c, m), 1) for c, m in detail_cols]
               for f in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "random")]
+    floor = res.median("random", "1", "uffd floor T=1", "pages_per_s")
+    floor_note = [] if floor is None else [
+        "", "The bare userfaultfd round trip from disk (uffd_floor --file: one handler thread reads one fault event, "
+        "preads the page with O_DIRECT and installs it with UFFDIO_COPY; one application thread): "
+        f"{fmt(floor)} faults/s, {fmt(res.ratio(('random', '1', 'uffd floor T=1'), ('random', '1', 'fio'), 'pages_per_s'), 2)}x "
+        "fio at iodepth 1; the pager with 1 filler and 1 thread does "
+        f"{fmt(res.ratio(('random', '1', 'pager T=1'), ('random', '1', 'uffd floor T=1'), 'pages_per_s'), 2)}x the floor "
+        "(medians of the same-repetition ratios)."]
     return "\n".join([
         "## Random 4 KiB faults from disk (faults/s)", "",
         "File larger than the pager's buffer, page cache dropped; pager file store with O_DIRECT. "
@@ -366,7 +377,7 @@ def random_section(res: Results, targets: list) -> str:
         table(["F"] + cols + ["T=F / fio", "T=1 / fio", "prefetch F / fio"], rows), "",
         "Latency of one read or fault (p50, µs; fio: completion latency), CPU time per page over all threads "
         "(µs; in this VM every I/O also pays virtio exits, fio included) and context switches per page:", "",
-        table(["F"] + [f"{c} {METRIC_LABELS[m]}" for c, m in detail_cols], detail)])
+        table(["F"] + [f"{c} {METRIC_LABELS[m]}" for c, m in detail_cols], detail)] + floor_note)
 
 
 def sequential_section(res: Results, targets: list) -> str:

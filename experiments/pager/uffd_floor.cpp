@@ -4,12 +4,15 @@
 // time, in random or sequential order. Prints one JSON line with the microseconds per fault (mean over
 // the run, and the median and p99 of the per-page latencies), the CPU time per fault and the MB/s.
 //
+// --file reads each page from a file with O_DIRECT (pread into one aligned buffer, then UFFDIO_COPY from
+// it): the floor of a pager serving faults from disk, one fault at a time. --seconds ends the touches early.
+//
 // --handoff adds what a pager with a fault reader and a filler pays on top: the reader passes each
 // event to a second thread (mutex + condition variable; with `spin`, the worker busy-polls instead of
 // sleeping), which does the UFFDIO_COPY. It decomposes the pager's cost; the floor itself is `none`.
 //
 // Usage: uffd_floor [--mib M] [--page-size BYTES] [--order random|sequential] [--seed S]
-//                   [--handoff none|sleep|spin | --handlers N]
+//                   [--handoff none|sleep|spin | --handlers N] [--file PATH] [--seconds S]
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -78,6 +81,8 @@ struct Installer {
   const char* source;
   std::size_t page;
   std::uintptr_t sentinel;  // address of the sentinel page
+  int file = -1;            // with --file: read the page from it into io_buffer first
+  char* io_buffer = nullptr;
 
   bool is_sentinel(std::uintptr_t address) const { return address >= sentinel; }
 
@@ -86,6 +91,10 @@ struct Installer {
     uffdio_copy copy{};
     copy.dst = reinterpret_cast<std::uintptr_t>(region) + offset;
     copy.src = reinterpret_cast<std::uintptr_t>(source + offset);
+    if (file >= 0 && !is_sentinel(address)) {
+      if (pread(file, io_buffer, page, static_cast<off_t>(offset)) != static_cast<ssize_t>(page)) fail("pread(--file)");
+      copy.src = reinterpret_cast<std::uintptr_t>(io_buffer);
+    }
     copy.len = page;
     while (ioctl(uffd, UFFDIO_COPY, &copy) != 0) {
       if (errno == EEXIST) return;
@@ -223,6 +232,8 @@ struct Options {
   unsigned handlers = 1;
   unsigned seed = 1;
   HandoffMode handoff = HandoffMode::none;
+  std::string file;     // empty: pages come from memory
+  double seconds = 0;   // 0: touch every page
 };
 
 const char* name(HandoffMode m) {
@@ -244,6 +255,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--page-size") o.page_size = std::stoull(v);
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(v));
     else if (a == "--handlers") o.handlers = static_cast<unsigned>(std::stoul(v));
+    else if (a == "--file") o.file = v;
+    else if (a == "--seconds") o.seconds = std::stod(v);
     else if (a == "--order") {
       if (v != "random" && v != "sequential") throw std::invalid_argument("--order is random or sequential, not " + v);
       o.sequential = v == "sequential";
@@ -255,7 +268,7 @@ Options parse(int argc, char** argv) {
     } else {
       throw std::invalid_argument("unknown option " + a +
                                   " (use --mib M, --page-size BYTES, --order random|sequential, --seed S, --handoff MODE, "
-                                  "--handlers N)");
+                                  "--handlers N, --file PATH, --seconds S)");
     }
   }
   const std::size_t system_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -264,6 +277,8 @@ Options parse(int argc, char** argv) {
     throw std::invalid_argument("--page-size must be a multiple of the system page that divides --mib MiB");
   if (o.handlers == 0 || (o.handlers > 1 && o.handoff != HandoffMode::none))
     throw std::invalid_argument("--handlers is at least 1, and more than 1 only without --handoff");
+  if (!o.file.empty() && (o.handlers > 1 || o.handoff != HandoffMode::none))
+    throw std::invalid_argument("--file serves faults in the one handler thread: no --handlers or --handoff");
   return o;
 }
 
@@ -295,8 +310,8 @@ int main(int argc, char** argv) try {
   const std::size_t bytes = opt.mib << 20;
   const std::size_t pages = bytes / page;
 
-  char* source = static_cast<char*>(map_anonymous(bytes + page));
-  for (std::size_t off = 0; off < bytes + page; off += system_page)
+  char* source = static_cast<char*>(map_anonymous(bytes + page));  // with --file, only the sentinel's (zeros)
+  for (std::size_t off = 0; opt.file.empty() && off < bytes + page; off += system_page)
     std::memset(source + off, static_cast<int>((off / system_page) & 0xff), system_page);
   char* region = static_cast<char*>(map_anonymous(bytes + page));
 
@@ -312,7 +327,12 @@ int main(int argc, char** argv) try {
   if (!opt.sequential) std::shuffle(order.begin(), order.end(), std::mt19937_64(opt.seed));
   std::vector<double> latency_us(pages);
 
-  const Installer installer{uffd, region, source, page, reinterpret_cast<std::uintptr_t>(region + bytes)};
+  Installer installer{uffd, region, source, page, reinterpret_cast<std::uintptr_t>(region + bytes)};
+  if (!opt.file.empty()) {
+    installer.file = open(opt.file.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (installer.file < 0) fail("open(--file, O_DIRECT)");
+    installer.io_buffer = static_cast<char*>(map_anonymous(page));
+  }
   std::thread handler([&] {
     if (opt.handlers > 1) serve_exclusive(installer, opt.handlers);
     else if (opt.handoff == HandoffMode::none) serve_directly(installer);
@@ -321,7 +341,9 @@ int main(int argc, char** argv) try {
   std::uint64_t checksum = 0;
   const Usage before = usage();
   const auto start = Clock::now();
-  for (std::size_t i = 0; i < pages; ++i) {
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.seconds));
+  std::size_t touched = 0;
+  for (std::size_t i = 0; i < pages && (opt.seconds == 0 || Clock::now() < deadline); ++i, ++touched) {
     const char* first = region + order[i] * page;
     const auto t0 = Clock::now();
     for (std::size_t off = 0; off < page; off += system_page)
@@ -333,17 +355,20 @@ int main(int argc, char** argv) try {
   (void)*static_cast<const volatile char*>(region + bytes);  // the sentinel: the handlers stop
   handler.join();
 
-  std::uint64_t expected = 0;
-  for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
-  if (checksum != expected) throw std::runtime_error("wrong bytes in the faulted pages");
+  if (opt.file.empty() && touched == pages) {
+    std::uint64_t expected = 0;
+    for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
+    if (checksum != expected) throw std::runtime_error("wrong bytes in the faulted pages");
+  }
+  latency_us.resize(touched);
 
-  const double n = static_cast<double>(pages);
+  const double n = static_cast<double>(touched);
   std::printf(
-      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"handlers\": %u, \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
+      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"handlers\": %u, \"source\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
       "\"seconds\": %.6f, \"faults_per_s\": %.1f, \"mb_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, "
       "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f, \"switches_per_fault\": %.3f}\n",
-      name(opt.handoff), opt.handlers, opt.sequential ? "sequential" : "random", pages, page, seconds, n / seconds,
-      static_cast<double>(bytes) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
+      name(opt.handoff), opt.handlers, opt.file.empty() ? "memory" : "file", opt.sequential ? "sequential" : "random",
+      touched, page, seconds, n / seconds, n * static_cast<double>(page) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
       percentile(latency_us, 0.99), (after.cpu_seconds - before.cpu_seconds) * 1e6 / n,
       (after.switches - before.switches) / n);
   close(uffd);
