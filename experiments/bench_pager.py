@@ -125,9 +125,10 @@ def make_plan(a) -> Plan:
             row = str(f)
             fs = ("--fillers", str(f), "--max-fault-events", str(max(f, 2)))
             p.add("random", row, "fio", "fio", ("randread", "4k", str(f)))
-            if f == 1:  # one handler thread, one fault at a time: pread with O_DIRECT, then UFFDIO_COPY
-                p.add("random", row, "uffd floor T=1", "floor",
-                      ("--mib", str(a.file_size // MIB), "--file", a.data_file, "--seconds", str(a.seconds)))
+            # F handler threads, each reading a fault event, pread with O_DIRECT, then UFFDIO_COPY
+            p.add("random", row, "uffd floor T=F", "floor",
+                  ("--mib", str(a.file_size // MIB), "--file", a.data_file, "--seconds", str(a.seconds),
+                   "--threads", str(f), "--handlers", str(f)))
             p.add("random", row, "pager T=1", "fault_bench", pager + fs + ("--threads", "1") + common)
             p.add("random", row, "pager T=2", "fault_bench", pager + fs + ("--threads", "2") + common)
             p.add("random", row, "pager T=F", "fault_bench", pager + fs + ("--threads", str(f)) + common)
@@ -339,33 +340,27 @@ def floor_section(res: Results, targets: list) -> str:
 
 
 def random_section(res: Results, targets: list) -> str:
-    cols = ["fio", "pager T=1", "pager T=2", "pager T=F", "pager T=1 prefetch F", "mmap-private T=F",
-            "mmap-shared T=F"]
+    cols = ["fio", "uffd floor T=F", "pager T=1", "pager T=2", "pager T=F", "pager T=1 prefetch F",
+            "mmap-private T=F", "mmap-shared T=F"]
     rows = []
     for f in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "random"):
         cells = [fmt(res.median("random", f, c, "pages_per_s")) for c in cols]
         deep = res.ratio(("random", f, "pager T=F"), ("random", f, "fio"), "pages_per_s")
         ratios = [res.ratio(("random", f, c), ("random", f, "fio"), "pages_per_s")
-                  for c in ("pager T=1", "pager T=1 prefetch F")]
-        rows.append([f] + cells + [fmt(deep, 2)] + [fmt(r, 2) for r in ratios])
+                  for c in ("uffd floor T=F", "pager T=1", "pager T=1 prefetch F")]
+        over_floor = res.ratio(("random", f, "pager T=F"), ("random", f, "uffd floor T=F"), "pages_per_s")
+        rows.append([f] + cells + [fmt(deep, 2)] + [fmt(r, 2) for r in ratios] + [fmt(over_floor, 2)])
         if deep is not None:
             targets.append([f"random 4 KiB, {f} fillers, {f} faults in flight: >= {RANDOM_TARGET}x fio at iodepth {f}",
                             f"{deep:.2f}x", verdict(deep >= RANDOM_TARGET)])
-    detail_cols = [("fio", "touch_p50_us"), ("pager T=1", "touch_p50_us"), ("pager T=F", "touch_p50_us"),
-                   ("mmap-private T=F", "touch_p50_us"), ("fio", "cpu_us_per_page"),
-                   ("pager T=1", "cpu_us_per_page"), ("pager T=F", "cpu_us_per_page"),
-                   ("mmap-private T=F", "cpu_us_per_page"), ("pager T=F", "switches_per_page"),
+    detail_cols = [("fio", "touch_p50_us"), ("uffd floor T=F", "touch_p50_us"), ("pager T=1", "touch_p50_us"),
+                   ("pager T=F", "touch_p50_us"), ("mmap-private T=F", "touch_p50_us"), ("fio", "cpu_us_per_page"),
+                   ("uffd floor T=F", "cpu_us_per_page"), ("pager T=1", "cpu_us_per_page"),
+                   ("pager T=F", "cpu_us_per_page"), ("mmap-private T=F", "cpu_us_per_page"),
+                   ("uffd floor T=F", "switches_per_page"), ("pager T=F", "switches_per_page"),
                    ("mmap-private T=F", "switches_per_page")]
     detail = [[f] + [fmt(res.median("random", f, c, m), 1) for c, m in detail_cols]
               for f in dict.fromkeys(x["row"] for x in res.rows if x["section"] == "random")]
-    floor = res.median("random", "1", "uffd floor T=1", "pages_per_s")
-    floor_note = [] if floor is None else [
-        "", "The bare userfaultfd round trip from disk (uffd_floor --file: one handler thread reads one fault event, "
-        "preads the page with O_DIRECT and installs it with UFFDIO_COPY; one application thread): "
-        f"{fmt(floor)} faults/s, {fmt(res.ratio(('random', '1', 'uffd floor T=1'), ('random', '1', 'fio'), 'pages_per_s'), 2)}x "
-        "fio at iodepth 1; the pager with 1 filler and 1 thread does "
-        f"{fmt(res.ratio(('random', '1', 'pager T=1'), ('random', '1', 'uffd floor T=1'), 'pages_per_s'), 2)}x the floor "
-        "(medians of the same-repetition ratios)."]
     return "\n".join([
         "## Random 4 KiB faults from disk (faults/s)", "",
         "File larger than the pager's buffer, page cache dropped; pager file store with O_DIRECT. "
@@ -373,11 +368,14 @@ def random_section(res: Results, targets: list) -> str:
         "T: application threads; 'prefetch F': one thread prefetching batches of F pages ahead. "
         "Ratios: pager / fio in the same repetition; the target is judged on T=F (F faults in flight, as fio "
         "keeps F reads in flight). A prefetching thread also has its demand fault in flight, so 'prefetch F' may "
-        "have up to F+1 reads outstanding.", "",
-        table(["F"] + cols + ["T=F / fio", "T=1 / fio", "prefetch F / fio"], rows), "",
+        "have up to F+1 reads outstanding. 'uffd floor T=F': the bare userfaultfd round trip from disk "
+        "(uffd_floor --file): F application threads, F handler threads that each read one fault event, pread the "
+        "page with O_DIRECT and install it with UFFDIO_COPY; what any userfaultfd pager serving one fault at a time "
+        "per thread costs on this machine.", "",
+        table(["F"] + cols + ["T=F / fio", "floor / fio", "T=1 / fio", "prefetch F / fio", "T=F / floor"], rows), "",
         "Latency of one read or fault (p50, µs; fio: completion latency), CPU time per page over all threads "
         "(µs; in this VM every I/O also pays virtio exits, fio included) and context switches per page:", "",
-        table(["F"] + [f"{c} {METRIC_LABELS[m]}" for c, m in detail_cols], detail)] + floor_note)
+        table(["F"] + [f"{c} {METRIC_LABELS[m]}" for c, m in detail_cols], detail)])
 
 
 def sequential_section(res: Results, targets: list) -> str:

@@ -4,15 +4,16 @@
 // time, in random or sequential order. Prints one JSON line with the microseconds per fault (mean over
 // the run, and the median and p99 of the per-page latencies), the CPU time per fault and the MB/s.
 //
-// --file reads each page from a file with O_DIRECT (pread into one aligned buffer, then UFFDIO_COPY from
-// it): the floor of a pager serving faults from disk, one fault at a time. --seconds ends the touches early.
+// --file reads each page from a file with O_DIRECT (pread into the handler's aligned buffer, then
+// UFFDIO_COPY from it): the floor of a pager serving faults from disk. --threads T application threads
+// share the touches (with --handlers N, N faults are served at once). --seconds ends the touches early.
 //
 // --handoff adds what a pager with a fault reader and a filler pays on top: the reader passes each
 // event to a second thread (mutex + condition variable; with `spin`, the worker busy-polls instead of
 // sleeping), which does the UFFDIO_COPY. It decomposes the pager's cost; the floor itself is `none`.
 //
 // Usage: uffd_floor [--mib M] [--page-size BYTES] [--order random|sequential] [--seed S]
-//                   [--handoff none|sleep|spin | --handlers N] [--file PATH] [--seconds S]
+//                   [--handoff none|sleep|spin | --handlers N] [--file PATH] [--threads T] [--seconds S]
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -81,12 +82,13 @@ struct Installer {
   const char* source;
   std::size_t page;
   std::uintptr_t sentinel;  // address of the sentinel page
-  int file = -1;            // with --file: read the page from it into io_buffer first
-  char* io_buffer = nullptr;
+  int file = -1;            // with --file: read the page from it into the handler's buffer first
 
   bool is_sentinel(std::uintptr_t address) const { return address >= sentinel; }
+  char* io_buffer() const { return file >= 0 ? static_cast<char*>(map_anonymous(page)) : nullptr; }
 
-  void install(std::uintptr_t address) const {
+  // `io_buffer`: the calling handler's, of `page` bytes, page-aligned.
+  void install(std::uintptr_t address, char* io_buffer) const {
     const std::uintptr_t offset = (address - reinterpret_cast<std::uintptr_t>(region)) / page * page;
     uffdio_copy copy{};
     copy.dst = reinterpret_cast<std::uintptr_t>(region) + offset;
@@ -121,9 +123,10 @@ std::uintptr_t read_fault(int uffd) {
 
 // The floor: the thread that reads the event installs the page.
 void serve_directly(const Installer& in) {
+  char* io_buffer = in.io_buffer();
   for (;;) {
     const std::uintptr_t address = read_fault(in.uffd);
-    in.install(address);
+    in.install(address, io_buffer);
     if (in.is_sentinel(address)) return;
   }
 }
@@ -162,9 +165,10 @@ class Handoff {
 void serve_through_worker(const Installer& in, bool spin) {
   Handoff handoff(spin);
   std::thread worker([&] {
+    char* io_buffer = in.io_buffer();
     for (;;) {
       const std::uintptr_t address = handoff.pop();
-      in.install(address);
+      in.install(address, io_buffer);
       if (in.is_sentinel(address)) return;
     }
   });
@@ -182,6 +186,7 @@ void serve_exclusive(const Installer& in, unsigned handlers) {
   const int done = eventfd(0, EFD_CLOEXEC);
   if (done < 0) fail("eventfd");
   auto handler = [&] {
+    char* io_buffer = in.io_buffer();
     const int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) fail("epoll_create1");
     epoll_event fault_event{};
@@ -198,7 +203,7 @@ void serve_exclusive(const Installer& in, unsigned handlers) {
       if (n == static_cast<ssize_t>(sizeof msg)) {
         if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
         const auto address = static_cast<std::uintptr_t>(msg.arg.pagefault.address);
-        in.install(address);
+        in.install(address, io_buffer);
         if (in.is_sentinel(address)) {
           const std::uint64_t one = 1;
           if (write(done, &one, sizeof one) != sizeof one) fail("write(eventfd)");
@@ -233,6 +238,7 @@ struct Options {
   unsigned seed = 1;
   HandoffMode handoff = HandoffMode::none;
   std::string file;     // empty: pages come from memory
+  unsigned threads = 1;
   double seconds = 0;   // 0: touch every page
 };
 
@@ -256,6 +262,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(v));
     else if (a == "--handlers") o.handlers = static_cast<unsigned>(std::stoul(v));
     else if (a == "--file") o.file = v;
+    else if (a == "--threads") o.threads = static_cast<unsigned>(std::stoul(v));
     else if (a == "--seconds") o.seconds = std::stod(v);
     else if (a == "--order") {
       if (v != "random" && v != "sequential") throw std::invalid_argument("--order is random or sequential, not " + v);
@@ -268,7 +275,7 @@ Options parse(int argc, char** argv) {
     } else {
       throw std::invalid_argument("unknown option " + a +
                                   " (use --mib M, --page-size BYTES, --order random|sequential, --seed S, --handoff MODE, "
-                                  "--handlers N, --file PATH, --seconds S)");
+                                  "--handlers N, --file PATH, --threads T, --seconds S)");
     }
   }
   const std::size_t system_page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -277,8 +284,7 @@ Options parse(int argc, char** argv) {
     throw std::invalid_argument("--page-size must be a multiple of the system page that divides --mib MiB");
   if (o.handlers == 0 || (o.handlers > 1 && o.handoff != HandoffMode::none))
     throw std::invalid_argument("--handlers is at least 1, and more than 1 only without --handoff");
-  if (!o.file.empty() && (o.handlers > 1 || o.handoff != HandoffMode::none))
-    throw std::invalid_argument("--file serves faults in the one handler thread: no --handlers or --handoff");
+  if (o.threads == 0) throw std::invalid_argument("--threads is at least 1");
   return o;
 }
 
@@ -325,33 +331,41 @@ int main(int argc, char** argv) try {
   std::vector<std::size_t> order(pages);
   std::iota(order.begin(), order.end(), 0);
   if (!opt.sequential) std::shuffle(order.begin(), order.end(), std::mt19937_64(opt.seed));
-  std::vector<double> latency_us(pages);
 
   Installer installer{uffd, region, source, page, reinterpret_cast<std::uintptr_t>(region + bytes)};
   if (!opt.file.empty()) {
     installer.file = open(opt.file.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
     if (installer.file < 0) fail("open(--file, O_DIRECT)");
-    installer.io_buffer = static_cast<char*>(map_anonymous(page));
   }
   std::thread handler([&] {
     if (opt.handlers > 1) serve_exclusive(installer, opt.handlers);
     else if (opt.handoff == HandoffMode::none) serve_directly(installer);
     else serve_through_worker(installer, opt.handoff == HandoffMode::spin);
   });
-  std::uint64_t checksum = 0;
+  // Application thread t touches the pages order[t], order[t + T], ...
+  std::vector<std::vector<double>> latencies(opt.threads);
+  std::vector<std::uint64_t> checksums(opt.threads);
   const Usage before = usage();
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opt.seconds));
-  std::size_t touched = 0;
-  for (std::size_t i = 0; i < pages && (opt.seconds == 0 || Clock::now() < deadline); ++i, ++touched) {
-    const char* first = region + order[i] * page;
-    const auto t0 = Clock::now();
-    for (std::size_t off = 0; off < page; off += system_page)
-      checksum += static_cast<unsigned char>(*static_cast<const volatile char*>(first + off));
-    latency_us[i] = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-  }
+  auto touch = [&](unsigned t) {
+    for (std::size_t i = t; i < pages && (opt.seconds == 0 || Clock::now() < deadline); i += opt.threads) {
+      const char* first = region + order[i] * page;
+      const auto t0 = Clock::now();
+      for (std::size_t off = 0; off < page; off += system_page)
+        checksums[t] += static_cast<unsigned char>(*static_cast<const volatile char*>(first + off));
+      latencies[t].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+  };
+  std::vector<std::thread> application;
+  for (unsigned t = 0; t < opt.threads; ++t) application.emplace_back(touch, t);
+  for (auto& t : application) t.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const Usage after = usage();
+  std::vector<double> latency_us;
+  for (const auto& l : latencies) latency_us.insert(latency_us.end(), l.begin(), l.end());
+  const std::size_t touched = latency_us.size();
+  const std::uint64_t checksum = std::accumulate(checksums.begin(), checksums.end(), std::uint64_t{0});
   (void)*static_cast<const volatile char*>(region + bytes);  // the sentinel: the handlers stop
   handler.join();
 
@@ -360,14 +374,13 @@ int main(int argc, char** argv) try {
     for (std::size_t i = 0; i < bytes / system_page; ++i) expected += i & 0xff;
     if (checksum != expected) throw std::runtime_error("wrong bytes in the faulted pages");
   }
-  latency_us.resize(touched);
 
   const double n = static_cast<double>(touched);
   std::printf(
-      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"handlers\": %u, \"source\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
+      "{\"bench\": \"uffd_floor\", \"handoff\": \"%s\", \"handlers\": %u, \"threads\": %u, \"source\": \"%s\", \"order\": \"%s\", \"pages\": %zu, \"page_size\": %zu, "
       "\"seconds\": %.6f, \"faults_per_s\": %.1f, \"mb_per_s\": %.1f, \"us_per_fault\": %.3f, \"p50_us\": %.3f, "
       "\"p99_us\": %.3f, \"cpu_us_per_fault\": %.3f, \"switches_per_fault\": %.3f}\n",
-      name(opt.handoff), opt.handlers, opt.file.empty() ? "memory" : "file", opt.sequential ? "sequential" : "random",
+      name(opt.handoff), opt.handlers, opt.threads, opt.file.empty() ? "memory" : "file", opt.sequential ? "sequential" : "random",
       touched, page, seconds, n / seconds, n * static_cast<double>(page) / seconds / 1e6, seconds * 1e6 / n, percentile(latency_us, 0.5),
       percentile(latency_us, 0.99), (after.cpu_seconds - before.cpu_seconds) * 1e6 / n,
       (after.switches - before.switches) / n);
