@@ -13,6 +13,9 @@ figures are medians, ratios are taken within one repetition and then their media
   sequential  a scan of the file by page size (buffered and O_DIRECT file store, with read-ahead), the
               kernel's mmap with its readahead, fio with 1 MiB reads
 
+The pager's and the kernel mmap's disk runs each run in a memory cgroup of the pager's buffer plus
+CAP_HEADROOM_MIB, so the kernel's page cache gets the memory the pager's buffer gets.
+
 Writes <out>/README.md (tables, targets met or not), <out>/pager_bench.csv (one row a run) and
 <out>/runs.jsonl (every raw result). Needs root (drop_caches, userfaultfd) and fio.
 
@@ -36,6 +39,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memlimit import MemoryLimit
+
 REPO = Path(__file__).resolve().parents[1]
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -44,6 +49,8 @@ RANDOM_TARGET = 0.9       # pager faults/s with F fillers over fio IOPS at iodep
 SEQUENTIAL_TARGET = 1600  # MB/s with 1 MiB pages
 FLOOR_TARGET = 1.3        # memory-store cost per 4 KiB fault over the floor's
 FLOOR_ROW = "floor: bare userfaultfd round trip"
+# Memory beside the buffer for a capped run: code, thread stacks, the fillers' staging slots.
+CAP_HEADROOM_MIB = 64
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,7 @@ class Spec:
     args: tuple = ()
     pinned: bool = False      # the whole process on CPU 0 (taskset)
     disk: bool = True         # drop the page cache before it
+    capped: bool = False      # in a memory cgroup of the pager's buffer (plus CAP_HEADROOM_MIB)
 
 
 @dataclass
@@ -129,28 +137,31 @@ def make_plan(a) -> Plan:
             p.add("random", row, "uffd floor T=F", "floor",
                   ("--mib", str(a.file_size // MIB), "--file", a.data_file, "--seconds", str(a.seconds),
                    "--threads", str(f), "--handlers", str(f)))
-            p.add("random", row, "pager T=1", "fault_bench", pager + fs + ("--threads", "1") + common)
-            p.add("random", row, "pager T=2", "fault_bench", pager + fs + ("--threads", "2") + common)
-            p.add("random", row, "pager T=F", "fault_bench", pager + fs + ("--threads", str(f)) + common)
+            p.add("random", row, "pager T=1", "fault_bench", pager + fs + ("--threads", "1") + common, capped=True)
+            p.add("random", row, "pager T=2", "fault_bench", pager + fs + ("--threads", "2") + common, capped=True)
+            p.add("random", row, "pager T=F", "fault_bench", pager + fs + ("--threads", str(f)) + common,
+                  capped=True)
             p.add("random", row, "pager T=1 prefetch F", "fault_bench",
-                  pager + fs + ("--threads", "1", "--prefetch", str(f)) + common)
+                  pager + fs + ("--threads", "1", "--prefetch", str(f)) + common, capped=True)
             p.add("random", row, "mmap-private T=F", "fault_bench",
-                  file + ("--backend", "mmap-private", "--threads", str(f)) + common)
+                  file + ("--backend", "mmap-private", "--threads", str(f)) + common, capped=True)
             p.add("random", row, "mmap-shared T=F", "fault_bench",
-                  file + ("--backend", "mmap-shared", "--threads", str(f)) + common)
+                  file + ("--backend", "mmap-shared", "--threads", str(f)) + common, capped=True)
 
     if "sequential" in sections:
         file = ("--file", a.data_file, "--pattern", "sequential")
         for ps in a.page_sizes:
             row = size_text(ps)
             pager = file + buffer + ("--page-size", str(ps))
-            p.add("sequential", row, "pager buffered", "fault_bench", pager + ("--fillers", "2") + common)
-            p.add("sequential", row, "pager direct", "fault_bench", pager + ("--fillers", "2", "--direct") + common)
+            p.add("sequential", row, "pager buffered", "fault_bench", pager + ("--fillers", "2") + common,
+                  capped=True)
+            p.add("sequential", row, "pager direct", "fault_bench", pager + ("--fillers", "2", "--direct") + common,
+                  capped=True)
             p.add("sequential", row, f"pager direct, read_ahead {a.read_ahead}", "fault_bench",
                   pager + ("--fillers", str(a.read_ahead_fillers), "--read-ahead", str(a.read_ahead),
-                           "--direct") + common)
+                           "--direct") + common, capped=True)
         p.add("sequential", "kernel", "mmap-shared (default readahead)", "fault_bench",
-              file + ("--backend", "mmap-shared") + common)
+              file + ("--backend", "mmap-shared") + common, capped=True)
         for qd in (1, 8):
             p.add("sequential", "fio", f"1 MiB reads, iodepth {qd}", "fio", ("read", "1m", str(qd)))
     return p
@@ -167,9 +178,10 @@ def drop_caches() -> None:
         sys.exit("bench_pager: dropping the page cache needs root (echo 3 > /proc/sys/vm/drop_caches)")
 
 
-def run_json(cmd: list[str], timeout: float) -> dict:
+def run_json(cmd: list[str], timeout: float, limit: MemoryLimit | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
+                          preexec_fn=limit.enter if limit else None)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -203,7 +215,12 @@ def run_spec(a, spec: Spec) -> dict:
         return run_fio(a, *spec.args)
     binary = a.floor_bin if spec.kind == "floor" else a.bench_bin
     cmd = (["taskset", "-c", "0"] if spec.pinned else []) + [str(binary), *spec.args]
-    result = run_json(cmd, timeout=a.seconds * 4 + 120)
+    if spec.capped:
+        with MemoryLimit((a.buffer_mib + CAP_HEADROOM_MIB) * MIB) as limit:
+            result = run_json(cmd, timeout=a.seconds * 4 + 120, limit=limit)
+            result["memory_peak_bytes"] = limit.peak_bytes()
+    else:
+        result = run_json(cmd, timeout=a.seconds * 4 + 120)
     result["command"] = " ".join(cmd)
     if spec.kind == "floor":  # the names fault_bench uses, so that both fill the same columns
         result.update(pages_per_s=result["faults_per_s"], us_per_page=result["us_per_fault"],
@@ -364,6 +381,7 @@ def random_section(res: Results, targets: list) -> str:
     return "\n".join([
         "## Random 4 KiB faults from disk (faults/s)", "",
         "File larger than the pager's buffer, page cache dropped; pager file store with O_DIRECT. "
+        f"Pager and mmap runs in a memory cgroup of the buffer plus {CAP_HEADROOM_MIB} MiB. "
         "Rows: fillers F (fio: iodepth F; mmap: F application threads, MADV_RANDOM). "
         "T: application threads; 'prefetch F': one thread prefetching batches of F pages ahead. "
         "Ratios: pager / fio in the same repetition; the target is judged on T=F (F faults in flight, as fio "
@@ -397,7 +415,8 @@ def sequential_section(res: Results, targets: list) -> str:
     return "\n".join([
         "## Sequential scan from disk (MB/s)", "",
         "One application thread reads one word of every 4 KiB page in order; page cache dropped; the run "
-        "stops at the deadline, so MB/s is over the part scanned.", "",
+        "stops at the deadline, so MB/s is over the part scanned. Pager and mmap runs in a memory cgroup of the "
+        f"buffer plus {CAP_HEADROOM_MIB} MiB.", "",
         table(["page size"] + pager_cols, rows), "", "Baselines on the same file:", "",
         table(["baseline", "MB/s"], other)])
 
