@@ -44,6 +44,7 @@ struct Case {
   std::size_t page_multiple;
   std::uint64_t buffer_pages;
   unsigned high, low;
+  unsigned read_ahead = 0;  // the in-order pass then runs a read-ahead stream through the evictions
 };
 
 class Writes : public ::testing::TestWithParam<Case> {};
@@ -57,6 +58,7 @@ TEST_P(Writes, ReachTheFileAfterUnmapUnderEvictionPressure) {
   Config config = small_config(page, c.buffer_pages);
   config.evict_high_water = c.high;
   config.evict_low_water = c.low;
+  config.read_ahead = c.read_ahead;
   Pager pager(config);
   auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), size));
   scribble(words, size / 8, 5, 42);
@@ -69,7 +71,7 @@ TEST_P(Writes, ReachTheFileAfterUnmapUnderEvictionPressure) {
 
 INSTANTIATE_TEST_SUITE_P(Pressure, Writes,
                          ::testing::Values(Case{1, 8, 90, 70}, Case{1, 1, 100, 0}, Case{4, 4, 50, 10},
-                                           Case{1, 64, 100, 99}));
+                                           Case{1, 64, 100, 99}, Case{1, 16, 90, 70, 8}, Case{4, 8, 90, 70, 4}));
 
 TEST(Writes, ReachTheFileAfterFlushAndStayResident) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
