@@ -85,7 +85,6 @@ struct Installer {
   int file = -1;            // with --file: read the page from it into the handler's buffer first
 
   bool is_sentinel(std::uintptr_t address) const { return address >= sentinel; }
-  char* io_buffer() const { return file >= 0 ? static_cast<char*>(map_anonymous(page)) : nullptr; }
 
   // `io_buffer`: the calling handler's, of `page` bytes, page-aligned.
   void install(std::uintptr_t address, char* io_buffer) const {
@@ -110,6 +109,23 @@ struct Installer {
   }
 };
 
+// A handler's page-aligned buffer for its reads from --file (none without it), unmapped with the handler.
+class IoBuffer {
+ public:
+  explicit IoBuffer(const Installer& in)
+      : bytes_(in.file >= 0 ? in.page : 0), data_(bytes_ ? static_cast<char*>(map_anonymous(bytes_)) : nullptr) {}
+  ~IoBuffer() {
+    if (data_) munmap(data_, bytes_);
+  }
+  IoBuffer(const IoBuffer&) = delete;
+  IoBuffer& operator=(const IoBuffer&) = delete;
+  char* data() const { return data_; }
+
+ private:
+  std::size_t bytes_;
+  char* data_;
+};
+
 // Reads the next missing-page fault, one event per read(2).
 std::uintptr_t read_fault(int uffd) {
   for (;;) {
@@ -123,10 +139,10 @@ std::uintptr_t read_fault(int uffd) {
 
 // The floor: the thread that reads the event installs the page.
 void serve_directly(const Installer& in) {
-  char* io_buffer = in.io_buffer();
+  IoBuffer io_buffer(in);
   for (;;) {
     const std::uintptr_t address = read_fault(in.uffd);
-    in.install(address, io_buffer);
+    in.install(address, io_buffer.data());
     if (in.is_sentinel(address)) return;
   }
 }
@@ -165,10 +181,10 @@ class Handoff {
 void serve_through_worker(const Installer& in, bool spin) {
   Handoff handoff(spin);
   std::thread worker([&] {
-    char* io_buffer = in.io_buffer();
+    IoBuffer io_buffer(in);
     for (;;) {
       const std::uintptr_t address = handoff.pop();
-      in.install(address, io_buffer);
+      in.install(address, io_buffer.data());
       if (in.is_sentinel(address)) return;
     }
   });
@@ -186,7 +202,7 @@ void serve_exclusive(const Installer& in, unsigned handlers) {
   const int done = eventfd(0, EFD_CLOEXEC);
   if (done < 0) fail("eventfd");
   auto handler = [&] {
-    char* io_buffer = in.io_buffer();
+    IoBuffer io_buffer(in);
     const int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0) fail("epoll_create1");
     epoll_event fault_event{};
@@ -203,7 +219,7 @@ void serve_exclusive(const Installer& in, unsigned handlers) {
       if (n == static_cast<ssize_t>(sizeof msg)) {
         if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
         const auto address = static_cast<std::uintptr_t>(msg.arg.pagefault.address);
-        in.install(address, io_buffer);
+        in.install(address, io_buffer.data());
         if (in.is_sentinel(address)) {
           const std::uint64_t one = 1;
           if (write(done, &one, sizeof one) != sizeof one) fail("write(eventfd)");
