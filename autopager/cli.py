@@ -29,6 +29,7 @@ usage: autopager tune workload=NAME [KEY=VALUE ...]     find the best paging par
        autopager run workload=NAME [profile=NAME] [KEY=VALUE ...]
                                                      run a workload with its profile (or the defaults)
        autopager profile list | show NAME | export NAME [profile_dir=DIR]
+       autopager report STUDY_DIR [--out DIR]           a study's analysis: Markdown and PNG plots
        autopager --help"""
 
 EXAMPLES = """\
@@ -43,6 +44,7 @@ examples:
 def register_resolvers() -> None:
     OmegaConf.register_new_resolver("cores", lambda: os.cpu_count() or 1, replace=True)
     OmegaConf.register_new_resolver("system_page", system_page_size, replace=True)
+    OmegaConf.register_new_resolver("shift", lambda value, bits: int(value) << int(bits), replace=True)
 
 
 def hydra_message(error: Exception) -> str:
@@ -216,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run(rest)
         if command == "profile":
             return profile_command(rest)
+        if command == "report":
+            return __import__("autopager.report", fromlist=["main"]).main(rest)
         raise ConfigError(f"unknown command {command!r}\n{USAGE}")
     except ConfigError as error:
         print(f"autopager: error: {error}", file=sys.stderr)

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import platform
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +23,7 @@ from typing import Any, Mapping
 import yaml
 
 from autopager.errors import ConfigError
+from autopager.machine import this_machine
 from autopager.params import PARAMETERS, format_size, parse_size
 
 SIZE_PARAMETERS = ("page_size", "buffer_size")
@@ -37,20 +36,6 @@ class ProfileError(ConfigError, LookupError):
 
 def default_profile_dir() -> Path:
     return Path(os.environ.get("AUTOPAGER_PROFILE_DIR") or "~/.config/autopager/profiles").expanduser()
-
-
-def memory_bytes() -> int:
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def this_machine() -> dict[str, Any]:
-    """What a profile was found on: enough to tell machines apart and to judge whether it carries over."""
-    return {
-        "hostname": socket.gethostname(),
-        "cores": os.cpu_count() or 1,
-        "memory": format_size(memory_bytes() >> 30 << 30),
-        "kernel": platform.release(),
-    }
 
 
 def machine_key(machine: Mapping[str, Any]) -> str:

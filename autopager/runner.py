@@ -4,7 +4,8 @@ Each run starts the program as a subprocess in its own session, with the paramet
 (any UMAP_* variables of the caller are removed first), bounded by a timeout that kills the whole process
 group. Before each run the page cache is emptied so every run reads from storage: as root, all of it
 (``sync; echo 3 > /proc/sys/vm/drop_caches``); otherwise the workload's data files are evicted with
-``posix_fadvise(DONTNEED)``. The metric is the value of the JSON object on the program's last line of
+``posix_fadvise(DONTNEED)`` (autopager/page_cache.py). With a memory limit, each run is in a memory cgroup of its
+own of that size (autopager/memory_limit.py). The metric is the value of the JSON object on the program's last line of
 standard output, or, for workloads that allow it, the process's wall time.
 
 A crash, a timeout, a kill (the out-of-memory killer's SIGKILL included) or output without a result makes a
@@ -20,15 +21,15 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autopager.errors import ConfigError
+from autopager.memory_limit import MemoryLimit, memory_cgroup, run_memory_limit
+from autopager.page_cache import drop_page_cache, evict_files
 from autopager.params import ENV_VARS, to_environment
 from autopager.workloads import Workload
 
 PAGE_CACHE_MODES = ("auto", "evict", "keep")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 @dataclass
@@ -86,7 +87,8 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
 
 
 class Runner:
-    def __init__(self, workload: Workload, repeats: int = 1, page_cache: str = "auto", stderr_lines: int = 20):
+    def __init__(self, workload: Workload, repeats: int = 1, page_cache: str = "auto", stderr_lines: int = 20,
+                 memory_limit: int | None = None):
         if page_cache not in PAGE_CACHE_MODES:
             raise ValueError(f"page_cache must be one of {', '.join(PAGE_CACHE_MODES)}, not {page_cache!r}")
         if repeats < 1:
@@ -95,13 +97,15 @@ class Runner:
         self.repeats = repeats
         self.page_cache = page_cache
         self.stderr_lines = stderr_lines
+        self.memory_limit = memory_limit
         self._can_drop = page_cache == "auto" and os.geteuid() == 0
 
     @classmethod
     def from_config(cls, workload: Workload, settings: Mapping[str, Any]) -> "Runner":
         """A runner from the ``runner`` settings; bad settings are a ConfigError."""
         try:
-            return cls(workload, int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]))
+            return cls(workload, int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]),
+                       run_memory_limit(settings.get("memory_limit"), workload, settings.get("memory_headroom")))
         except (TypeError, ValueError) as error:
             raise ConfigError(f"runner: {error}") from None
 
@@ -109,22 +113,10 @@ class Runner:
         if self.page_cache == "keep":
             return
         if self._can_drop:
-            os.sync()
-            try:
-                DROP_CACHES.write_text("3\n")
+            self._can_drop = drop_page_cache()  # e.g. a read-only /proc/sys in a container: evict the files instead
+            if self._can_drop:
                 return
-            except OSError:
-                self._can_drop = False  # e.g. a read-only /proc/sys in a container: evict the files instead
-        for path in self.workload.data_paths():
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fdatasync(fd)
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+        evict_files(self.workload.data_paths())
 
     def prepare(self) -> Measurement:
         """Run the workload's preparation (data generation) once, untimed and without paging parameters."""
@@ -137,7 +129,8 @@ class Runner:
         values, stats, wall = [], {}, 0.0
         for _ in range(self.repeats):
             self.empty_page_cache()
-            run = self._result(*self._execute(self.workload.argv(), env, timeout))
+            with memory_cgroup(self.memory_limit) as cgroup:
+                run = self._result(*self._execute(self.workload.argv(), env, timeout, cgroup))
             wall += run.wall_seconds
             if not run.ok:
                 run.wall_seconds, run.values = wall, values
@@ -147,14 +140,14 @@ class Runner:
         return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall,
                            exit_code=0, stats=stats)
 
-    def _execute(self, argv: Sequence[str], env: Mapping[str, str],
-                 timeout: float | None) -> tuple[Measurement, str]:
+    def _execute(self, argv: Sequence[str], env: Mapping[str, str], timeout: float | None,
+                 cgroup: MemoryLimit | None = None) -> tuple[Measurement, str]:
         """Run a command to its end: whether it exited with status 0, and its standard output."""
         start = time.perf_counter()
         try:
             process = subprocess.Popen(argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, text=True, errors="replace",
-                                       start_new_session=True)
+                                       start_new_session=True, preexec_fn=cgroup and cgroup.enter)
         except OSError as error:
             return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}"), ""
         timed_out = False

@@ -28,6 +28,7 @@ LIMITS = {  # smallest and largest value the pager accepts
     HIGH: (1, 100), LOW: (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
 }
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
+MMAP = "mmap"  # baseline.mmap: whether a study also measures the kernel's mmap (not a parameter)
 
 Params = dict[str, Any]
 
@@ -114,7 +115,7 @@ class Space:
     """The searched dimensions and fixed values over all parameters (unnamed ones at ``defaults``)."""
 
     def __init__(self, spec: Mapping[str, Any], defaults: Mapping[str, Any]):
-        unknown = [name for name in list(spec) + list(defaults) if name not in PARAMETERS]
+        unknown = [name for name in list(spec) + [n for n in defaults if n != MMAP] if name not in PARAMETERS]
         if unknown:
             raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; the parameters are: "
                               f"{', '.join(PARAMETERS)}")

@@ -10,6 +10,10 @@ strategy and study name) gives the finished trials back to the strategy and goes
 A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
 its points to one point of the sampled space): that trial is not run again; its recorded result is given
 back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
+
+With ``baseline.mmap=true`` the study also measures the workload on the kernel's mmap after the defaults
+(autopager/kernel_mmap.py): a row of kind ``mmap``, which is no trial (no strategy is told of it). A strategy that
+keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.save``), for the analysis.
 """
 from __future__ import annotations
 
@@ -26,11 +30,12 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from autopager.errors import ConfigError, StudyError
-from autopager.params import PARAMETERS
+from autopager.kernel_mmap import MMAP, mmap_runner
+from autopager.params import PARAMETERS, format_size
 from autopager.profiles import save_profile, this_machine
 from autopager.progress import Progress, format_value, speedup
 from autopager.runner import Measurement, Runner
-from autopager.space import Params, Space, show_params
+from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
 from autopager.workloads import Workload
 
@@ -48,6 +53,12 @@ def row_params(row: Mapping[str, Any]) -> Params:
 def outcome(row: Mapping[str, Any]) -> float | None:
     """What a strategy is told of a trial: its metric, or None if it failed."""
     return row["value"] if row["status"] == "ok" else None
+
+
+def identity(config: Mapping[str, Any], key: str) -> Any:
+    """A setting that a resumed study must share; baseline.mmap may be turned on later."""
+    value = config.get(key)
+    return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
 
 
 def now() -> str:
@@ -107,6 +118,7 @@ class Study:
         check_settings(config.strategy)
         self.strategy_name = config.strategy.name
         self.runner = Runner.from_config(self.workload, config.runner)
+        self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size)
         self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
         self._check_resumable()
@@ -123,7 +135,7 @@ class Study:
                               f"or remove that directory")
         old = yaml.safe_load(saved.read_text()) or {}
         new = OmegaConf.to_container(self.config, resolve=True)
-        changed = [key for key in IDENTITY if old.get(key) != new.get(key)]
+        changed = [key for key in IDENTITY if identity(old, key) != identity(new, key)]
         if changed:
             raise ConfigError(f"study {self.directory} was run with other {', '.join(changed)} settings: to resume "
                               f"it, use the same ones; to start another study, give study.name=NAME")
@@ -141,11 +153,12 @@ class Study:
         per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
         return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
 
-    def measure(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None) -> dict[str, Any]:
+    def measure(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None,
+                runner: Runner | None = None) -> dict[str, Any]:
         """Run a trial and append it to the table; ``seconds`` counts from when it was asked for."""
         proposal = proposal or Proposal.starting()
         if self.space.feasible(params):
-            result = self.runner.measure(params, timeout)
+            result = (runner or self.runner).measure(params, timeout)
         else:
             result = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
         row = {
@@ -161,7 +174,8 @@ class Study:
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
-        return next((row for row in self.table.rows if row["kind"] != "reused" and row_params(row) == params), None)
+        return next((row for row in self.table.rows if row["kind"] not in ("reused", MMAP) and row_params(row) == params),
+                    None)
 
     def reuse(self, earlier: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
         """A trial answered from an earlier one with the same parameters: recorded, not run."""
@@ -175,7 +189,8 @@ class Study:
     # --- the study -------------------------------------------------------------------------------------
 
     def ok_rows(self, kind: str | None = None) -> list[dict[str, Any]]:
-        return [row for row in self.table.rows if row["status"] == "ok" and kind in (None, row["kind"])]
+        return [row for row in self.table.rows
+                if row["status"] == "ok" and (row["kind"] == kind if kind else row["kind"] != MMAP)]
 
     def best(self) -> dict[str, Any] | None:
         rows = self.ok_rows()
@@ -192,11 +207,14 @@ class Study:
         """Measure the defaults (unless a resumed study has), then the strategy's trials; the summary."""
         self.begin()
         default = self.defaults()
+        kernel = self.kernel_mmap(default)
         strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                  int(self.config.seed))
         for row in self.table.rows:  # the defaults, and a resumed study's trials
-            strategy.tell(row_params(row), outcome(row), row.get("proposed_by"))
+            if row["kind"] != MMAP:
+                strategy.tell(row_params(row), outcome(row), row.get("proposed_by"))
         limit = self.trial_limit(strategy.planned_trials())
+        shown_limit = None if limit is None else limit + (kernel is not None)  # the last trial's number
         while self.within_budget(limit):
             proposal = Proposal.starting()
             params = strategy.ask()
@@ -206,13 +224,14 @@ class Study:
                                            proposed_by=strategy.proposed_by)
             earlier = self.measured(params)
             if earlier is None:
-                self.progress.running(len(self.table.rows), limit, params)
+                self.progress.running(len(self.table.rows), shown_limit, params)
                 row = self.measure(params, "search", self.timeout(default), proposal)
             else:
                 row = self.reuse(earlier, proposal)
             strategy.tell(params, outcome(row))
-            self.report(row, limit)
-        return self.finish(default)
+            self.report(row, shown_limit)
+        strategy.save(self.directory)
+        return self.finish(default, kernel)
 
     def begin(self) -> None:
         """Create the study directory with the resolved configuration; prepare the workload."""
@@ -240,8 +259,24 @@ class Study:
             raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
         return row
 
+    def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
+        """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
+        and the study goes on."""
+        if self.mmap_runner is None:
+            return None
+        done = [row for row in self.table.rows if row["kind"] == MMAP]
+        if done:
+            return done[-1]
+        limit = format_size(self.mmap_runner.memory_limit)
+        self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
+        row = self.measure({}, MMAP, self.timeout(default), runner=self.mmap_runner)
+        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] == "ok"
+                        else f"FAILED ({row['error']})")
+        self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
+        return row
+
     def within_budget(self, limit: int | None) -> bool:
-        if limit is not None and sum(row["kind"] != "default" for row in self.table.rows) >= limit:
+        if limit is not None and sum(row["kind"] not in ("default", MMAP) for row in self.table.rows) >= limit:
             return False
         minutes = self.config.budget.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
@@ -266,17 +301,18 @@ class Study:
             if (other.get("strategy", {}).get("name") != "pagesize"
                     or other.get("workload") != OmegaConf.to_container(self.config.workload, resolve=True)):
                 continue
-            values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows if row["status"] == "ok"]
+            values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows
+                      if row["status"] == "ok" and row["kind"] != MMAP]
             if values:
                 found.append(((min if self.workload.goal == "minimize" else max)(values), config_path.parent))
         if not found:
             return None
         return (min if self.workload.goal == "minimize" else max)(found, key=lambda item: item[0])
 
-    def finish(self, default: Mapping[str, Any]) -> dict[str, Any]:
+    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None) -> dict[str, Any]:
         best = self.best()
         metric, goal = self.workload.metric, self.workload.goal
-        rows = self.table.rows
+        rows = [row for row in self.table.rows if row["kind"] != MMAP]
         failed = sum(row["status"] != "ok" for row in rows)
         reused = sum(row["kind"] == "reused" for row in rows)
         gain = speedup(best["value"], default["value"], goal)
@@ -288,10 +324,15 @@ class Study:
         if pagesize:
             lines.append(("speedup over page size", f"{speedup(best['value'], pagesize[0], goal):.2f}x "
                                                     f"(page-size-only best: {format_value(pagesize[0], metric)})"))
+        if kernel is not None:
+            lines.append(("speedup over kernel mmap", f"{speedup(best['value'], kernel['value'], goal):.2f}x "
+                                                      f"(kernel mmap: {format_value(kernel['value'], metric)})"
+                          if kernel["status"] == "ok" else f"- (kernel mmap failed: {kernel['error']})"))
         answered = f", {reused} answered from an earlier trial" if reused else ""
         lines += [("trials", f"{len(rows)} ({failed} failed{answered})"),
                   ("tuning time", f"{self.tuning_seconds():.1f} s")]
-        summary = {"directory": self.directory, "best": best, "default": default, "speedup": gain, "trials": len(rows),
+        summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
+                   "speedup": gain, "trials": len(rows),
                    "failed": failed, "reused": reused, "tuning_seconds": self.tuning_seconds(), "profile": None}
         if self.config.study.save_profile:
             path, written = save_profile(self.profile_record(best, default, gain), Path(self.config.profile_dir).expanduser())

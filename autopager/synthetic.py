@@ -3,7 +3,8 @@
 It reads its paging parameters from the UMAP_* environment like any pager program, computes the time a
 paging-bound program would take with them, sleeps for that long, and prints the time as its result line.
 The optimum is page_size 256KiB, fillers 4, evictors 2, evict_high_water 80, evict_low_water 50,
-read_ahead 4; each parameter away from it costs a known factor. Stand-alone: run as a script.
+read_ahead 4; each parameter away from it costs a known factor. With ``--mmap`` it stands for the same program
+on the kernel's mmap, which takes a fixed MMAP_SLOWDOWN times the optimum. Stand-alone: run as a script.
 """
 import argparse
 import json
@@ -14,6 +15,7 @@ import time
 
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}
+MMAP_SLOWDOWN = 2.0
 DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": os.cpu_count() or 1,
             "UMAP_PAGE_EVICTORS": os.cpu_count() or 1, "UMAP_EVICT_HIGH_WATER_THRESHOLD": 90,
             "UMAP_EVICT_LOW_WATER_THRESHOLD": 70, "UMAP_READ_AHEAD": 0}
@@ -39,14 +41,15 @@ def cost(page_size: int, fillers: int, evictors: int, high: int, low: int, read_
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--size", type=float, default=4, help="milliseconds at the optimum")
+    parser.add_argument("--mmap", action="store_true", help="the kernel's mmap: MMAP_SLOWDOWN times the optimum")
     args = parser.parse_args()
     high, low = setting("UMAP_EVICT_HIGH_WATER_THRESHOLD"), setting("UMAP_EVICT_LOW_WATER_THRESHOLD")
     if not 0 <= low < high <= 100:
         print(f"synthetic: UMAP_EVICT_LOW_WATER_THRESHOLD ({low}) must be below "
               f"UMAP_EVICT_HIGH_WATER_THRESHOLD ({high})", file=sys.stderr)
         return 1
-    slowdown = cost(setting("UMAP_PAGESIZE"), setting("UMAP_PAGE_FILLERS"), setting("UMAP_PAGE_EVICTORS"),
-                    high, low, setting("UMAP_READ_AHEAD"))
+    slowdown = MMAP_SLOWDOWN if args.mmap else cost(setting("UMAP_PAGESIZE"), setting("UMAP_PAGE_FILLERS"),
+                                                    setting("UMAP_PAGE_EVICTORS"), high, low, setting("UMAP_READ_AHEAD"))
     seconds = args.size / 1000 * slowdown
     start = time.perf_counter()
     time.sleep(seconds)

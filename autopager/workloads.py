@@ -9,6 +9,7 @@ placeholders are filled in: ``{bin}`` the directory of the workload executables,
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import shlex
@@ -79,6 +80,8 @@ class Workload:
     timeout: float | None
     time_process: bool
     data_dir: Path
+    mmap_command: str | None = None   # the same program on the kernel's mmap (our workloads: --mmap)
+    private_memory: int = 0           # bytes the program needs besides its paged data (its own arrays)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], data_dir: str) -> "Workload":
@@ -93,6 +96,10 @@ class Workload:
             buffer_size = None if config.get("buffer_size") is None else parse_size(config["buffer_size"])
         except ValueError as error:
             raise ConfigError(f"workload.buffer_size: {error}") from None
+        try:
+            private_memory = parse_size(config.get("private_memory") or 0)
+        except ValueError as error:
+            raise ConfigError(f"workload.private_memory: {error}") from None
         timeout = config.get("timeout")
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ConfigError(f"workload.timeout must be a positive number of seconds, not {timeout!r}")
@@ -100,11 +107,19 @@ class Workload:
                        threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
                        time_process=bool(config.get("time_process", False)),
-                       data_dir=Path(str(data_dir)).expanduser())
-        for template in (workload.command, workload.prepare, workload.data_files):
+                       data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command"),
+                       private_memory=private_memory)
+        for template in (workload.command, workload.prepare, workload.data_files, workload.mmap_command):
             if template:
                 workload._fill_words(template, check_only=True)
         return workload
+
+    def kernel_mmap(self) -> "Workload":
+        """The same workload on the kernel's mmap: its ``mmap_command``."""
+        if not self.mmap_command:
+            raise ConfigError(f"workload {self.name} has no kernel-mmap mode: give the command that runs it on the "
+                              f"kernel's mmap as workload.mmap_command=\"...\"")
+        return dataclasses.replace(self, command=self.mmap_command)
 
     @property
     def knobs(self) -> dict[str, Any]:

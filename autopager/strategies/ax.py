@@ -15,18 +15,25 @@ seeded Sobol sequence after the points its earlier runs drew (counted from the t
 of drawing them again; and the acquisition function's optimizer may be given fewer restarts and raw samples
 (``strategy.acquisition_restarts`` and ``strategy.acquisition_raw_samples``), which on small models like these
 cuts the time a Bayesian step takes.
+
+At the end of a study Ax's state (the experiment, with every trial's point in this encoding, and the generation
+strategy) is saved as ``ax_client.json`` in the study's directory (``Client.save_to_json_file``), so that its own
+analyses (the model's sensitivity to each parameter) can be computed afterwards (autopager/analysis.py).
 """
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Any, Mapping
 
 from autopager.space import HIGH, LOW, Dimension, Params, Space
 from autopager.strategies.base import Key, Strategy, key
 
 OBJECTIVE = "objective"
+STATE = "ax_client.json"  # Ax's state, in the study's directory
 LOW_SHARE = "evict_low_water_share"
 SOBOL, MODEL = "Sobol", "MBM"  # node names in Ax's default generation strategy
 OPTIMIZER = {"acquisition_restarts": "num_restarts", "acquisition_raw_samples": "raw_samples"}
@@ -115,6 +122,12 @@ class AxStrategy(Strategy):
             lows = lows_below(self.space.dimensions[LOW], params[HIGH])
             point[LOW_SHARE] = lows.index(params[LOW]) / (len(lows) - 1) if len(lows) > 1 else 0.0
         return point
+
+    def save(self, directory: Path) -> None:
+        if self.client is not None:
+            temporary = directory / f"{STATE}.tmp"
+            self.client.save_to_json_file(str(temporary))
+            os.replace(temporary, directory / STATE)
 
     def ask(self) -> Params | None:
         if self.client is None:

@@ -8,6 +8,7 @@ told as ``None``. ``proposed_by`` names what proposed the last parameters asked 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Generator, Mapping
 
 from autopager.space import Params, Space
@@ -36,6 +37,9 @@ class Strategy(ABC):
     def planned_trials(self) -> int | None:
         """How many trials the strategy means to run, if it knows."""
         return self.settings.get("trials")
+
+    def save(self, directory: Path) -> None:
+        """Keep the strategy's own state in the study's directory, for its analysis (most keep none)."""
 
     @abstractmethod
     def ask(self) -> Params | None:

@@ -1,23 +1,37 @@
-"""A memory cgroup that limits a benchmark's child processes, on cgroup v1 or v2.
+"""Running commands under a memory limit: a memory cgroup, on cgroup v1 or v2.
 
-The limited cgroup is made a child of the cgroup this process already runs in (so it sits inside
-whatever container or slice the benchmark was given), child processes are moved into it before they
-exec, and it is removed on exit::
+The limited cgroup is made a child of the cgroup this process already runs in (so it sits inside whatever
+container, slice or job it was given); a child process moves itself into it before it execs, and the cgroup
+is removed when the ``with`` block ends::
 
     with MemoryLimit(96 << 20) as limit:
         subprocess.run(argv, preexec_fn=limit.enter)
 
-Needs root (or a delegated cgroup). On v1 the limit is memory.limit_in_bytes, on v2 memory.max (with
-memory.swap.max 0); page cache read by the children counts against it in both.
+On v1 the limit is memory.limit_in_bytes, on v2 memory.max (with memory.swap.max 0); the page cache the
+children read counts against it in both, so a program on the kernel's mmap gets no more memory than the limit.
+Needs root (or a delegated cgroup).
+
+The limit a study's runs get is the pager's memory (``pager_memory``): the pager's buffer plus what the program
+needs besides its paged data (``workload.private_memory``, its own arrays) and ``runner.memory_headroom`` (code,
+libraries, thread stacks, heap).
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 from pathlib import Path
+from typing import Any, Iterator
+
+from autopager.errors import ConfigError
+from autopager.params import parse_size
+from autopager.workloads import Workload
+
+AUTO = "auto"
 
 
-class MemoryLimitError(RuntimeError):
+class MemoryLimitError(ConfigError):
     """The memory controller cannot be used here; the message says why and what to do."""
 
 
@@ -54,12 +68,12 @@ def current_memory_cgroup() -> tuple[int, Path]:
 
 
 class MemoryLimit:
-    """A child memory cgroup limited to `limit_bytes`, removed when the `with` block ends."""
+    """A child memory cgroup limited to ``limit_bytes``, removed when the ``with`` block ends."""
 
     def __init__(self, limit_bytes: int, name: str | None = None) -> None:
         self.limit_bytes = int(limit_bytes)
         self.version, parent = current_memory_cgroup()
-        self.path = parent / (name or f"autopager-bench-{os.getpid()}")
+        self.path = parent / (name or f"autopager-{os.getpid()}")
 
     def __enter__(self) -> "MemoryLimit":
         try:
@@ -73,7 +87,7 @@ class MemoryLimit:
                 swap = self.path / "memory.swap.max"
                 if swap.exists():
                     swap.write_text("0")
-        except PermissionError as error:
+        except OSError as error:
             raise MemoryLimitError(f"cannot create the memory cgroup {self.path}: {error}; run as root "
                                    f"or in a cgroup delegated to this user") from None
         return self
@@ -100,7 +114,8 @@ class MemoryLimit:
                 return
             except OSError:
                 time.sleep(0.1)
-        raise MemoryLimitError(f"could not remove the memory cgroup {self.path}; remove it with rmdir")
+        print(f"autopager: warning: could not remove the memory cgroup {self.path}; remove it with rmdir",
+              file=sys.stderr)
 
     @staticmethod
     def _enable_controller(parent: Path) -> None:
@@ -112,5 +127,46 @@ class MemoryLimit:
         except OSError as error:
             raise MemoryLimitError(
                 f"cannot enable the memory controller for children of {parent} ({error}); on cgroup v2 a "
-                f"cgroup with processes cannot delegate it: run the benchmark in a leaf cgroup of its own "
+                f"cgroup with processes cannot delegate it: run in a leaf cgroup of its own "
                 f"(e.g. systemd-run --scope -p Delegate=yes)") from None
+
+
+@contextlib.contextmanager
+def memory_cgroup(limit_bytes: int | None) -> Iterator[MemoryLimit | None]:
+    """A fresh limited cgroup for one run, or None when there is no limit."""
+    if limit_bytes is None:
+        yield None
+        return
+    with MemoryLimit(limit_bytes) as cgroup:
+        yield cgroup
+
+
+def check_memory_limits(limit_bytes: int) -> None:
+    """Fail before anything runs, with the fix, if memory cgroups cannot be made here."""
+    with MemoryLimit(limit_bytes, name=f"autopager-check-{os.getpid()}"):
+        pass
+
+
+def pager_memory(workload: Workload, headroom: Any) -> int:
+    """The memory the pager's runs have: its buffer, the program's own memory, and the headroom."""
+    if workload.buffer_size is None:
+        raise ConfigError(f"workload {workload.name}: a memory limit equal to the pager's memory needs its buffer: "
+                          f"give workload.buffer_size (e.g. workload.buffer_size=1GiB)")
+    try:
+        extra = parse_size(headroom or 0)
+    except ValueError as error:
+        raise ConfigError(f"runner.memory_headroom: {error}") from None
+    return workload.buffer_size + workload.private_memory + extra
+
+
+def run_memory_limit(setting: Any, workload: Workload, headroom: Any) -> int | None:
+    """``runner.memory_limit``: None (no limit), ``auto`` (the pager's memory) or a size."""
+    if setting is None:
+        return None
+    if setting == AUTO:
+        return pager_memory(workload, headroom)
+    try:
+        return parse_size(setting)
+    except ValueError as error:
+        raise ConfigError(f"runner.memory_limit: {error} (or auto: the pager's buffer, workload.private_memory "
+                          f"and runner.memory_headroom)") from None

@@ -1,4 +1,5 @@
-"""This machine, described for the summary (the paper's Table II): CPU, cores, memory, storage, kernel."""
+"""This machine: what a profile records it was found on (``this_machine``), and its description for a study's
+report and the evaluation's summary (the paper's Table II: CPU, cores, memory, storage, kernel)."""
 from __future__ import annotations
 
 import datetime
@@ -6,13 +7,29 @@ import hashlib
 import os
 import platform
 import re
+import socket
 from pathlib import Path
 
 import yaml
 
+from typing import Any
+
 from autopager.params import format_size, system_page_size
-from autopager.profiles import memory_bytes
 from autopager.workloads import config_dir, locate_bin
+
+
+def memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def this_machine() -> dict[str, Any]:
+    """What a profile was found on: enough to tell machines apart and to judge whether it carries over."""
+    return {
+        "hostname": socket.gethostname(),
+        "cores": os.cpu_count() or 1,
+        "memory": format_size(memory_bytes() >> 30 << 30),
+        "kernel": platform.release(),
+    }
 
 
 def cpu_model() -> str:

@@ -1,0 +1,27 @@
+"""The kernel-mmap baseline of a study (``baseline.mmap=true``): the same program on the kernel's mmap, with the
+memory the pager has.
+
+The workload's ``mmap_command`` runs (our workloads: their command with ``--mmap``) in a memory cgroup of the
+pager's memory (autopager/memory_limit.py: the buffer, ``workload.private_memory`` and ``runner.memory_headroom``),
+so the kernel's page cache gets what the pager's buffer gets. The page cache is emptied before each run, and the
+runs are repeated and bounded as a trial's. The study records it as a row of kind ``mmap`` with no parameters.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from autopager.memory_limit import check_memory_limits, pager_memory
+from autopager.runner import Runner
+from autopager.workloads import Workload
+
+MMAP = "mmap"  # the row kind
+
+
+def mmap_runner(workload: Workload, settings: Mapping[str, Any], repeats: int | None = None) -> Runner:
+    """A runner of the workload's kernel-mmap mode in a memory cgroup of the pager's memory; fails early, with
+    the fix, when the workload has no such mode or memory cgroups cannot be made here."""
+    kernel = workload.kernel_mmap()
+    limit = pager_memory(workload, settings.get("memory_headroom"))
+    check_memory_limits(limit)
+    return Runner(kernel, repeats or int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]),
+                  memory_limit=limit)
