@@ -7,7 +7,8 @@ is removed when the ``with`` block ends::
     with MemoryLimit(96 << 20) as limit:
         subprocess.run(argv, preexec_fn=limit.enter)
 
-On v1 the limit is memory.limit_in_bytes, on v2 memory.max (with memory.swap.max 0); the page cache the
+On v1 the limit is memory.limit_in_bytes (and memory.memsw.limit_in_bytes, where swap is accounted), on v2
+memory.max (with memory.swap.max 0); the page cache the
 children read counts against it in both, so a program on the kernel's mmap gets no more memory than the limit.
 Needs root (or a delegated cgroup).
 
@@ -82,6 +83,9 @@ class MemoryLimit:
             self.path.mkdir(exist_ok=True)
             if self.version == 1:
                 (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
+                swap = self.path / "memory.memsw.limit_in_bytes"  # memory and swap: no swapping beyond the limit
+                if swap.exists():
+                    swap.write_text(str(self.limit_bytes))
             else:
                 (self.path / "memory.max").write_text(str(self.limit_bytes))
                 swap = self.path / "memory.swap.max"

@@ -107,7 +107,7 @@ class Workload:
                        threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
                        time_process=bool(config.get("time_process", False)),
-                       data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command"),
+                       data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command") and str(config["mmap_command"]),
                        private_memory=private_memory)
         for template in (workload.command, workload.prepare, workload.data_files, workload.mmap_command):
             if template:

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -30,19 +29,10 @@ from typing import Callable, Optional
 import numpy as np
 
 import autopager
+from autopager.page_cache import drop_page_cache
 from autopager.params import format_size, parse_size
 
 RESULTS = Path(__file__).resolve().parent / "results" / "numpy"
-
-
-def drop_page_cache() -> bool:
-    """Write back and drop the kernel's page cache; False when not permitted (not root)."""
-    subprocess.run(["sync"], check=True)
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except OSError:
-        return False
-    return True
 
 
 def make_data_file(path: Path, size: int) -> None:

@@ -39,9 +39,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memlimit import MemoryLimit
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from autopager.memory_limit import MemoryLimit  # noqa: E402
+from autopager.page_cache import drop_page_cache  # noqa: E402
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 # Targets of issue 2, "What it must reach".
@@ -170,11 +172,7 @@ def make_plan(a) -> Plan:
 # ----------------------------------------------------------------------------------------------- run
 
 def drop_caches() -> None:
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except PermissionError:
+    if not drop_page_cache():
         sys.exit("bench_pager: dropping the page cache needs root (echo 3 > /proc/sys/vm/drop_caches)")
 
 

@@ -24,32 +24,22 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from autopager.params import format_size, parse_size, system_page_size, to_environment  # noqa: E402
+from autopager.cli import compose  # noqa: E402
+from autopager.memory_limit import pager_memory  # noqa: E402
+from autopager.params import format_size, parse_size, system_page_size  # noqa: E402
+from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
-from memlimit import MemoryLimit  # noqa: E402
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
              "numpy_gather")
 KERNEL = "mmap"
-
-
-def private_memory(workload: Workload) -> int:
-    """Memory a program needs beside the mapped data, given to both the pager and mmap runs."""
-    if workload.name == "bfs":
-        return 4 << int(workload.size)  # one uint32 level a vertex
-    if workload.name == "numpy_gather":
-        return 64 << 20  # the interpreter, numpy and the gather indices
-    return 0
 
 
 @dataclass
@@ -57,15 +47,12 @@ class Variant:
     label: str
     page_size: int | None  # None: the kernel's mmap
 
-    def argv(self, workload: Workload) -> list[str]:
-        return workload.argv() + (["--mmap"] if self.page_size is None else [])
-
-    def environment(self, workload: Workload) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # numpy_gather
-        if self.page_size is not None:
-            env.update(to_environment({"page_size": self.page_size, "buffer_size": workload.buffer_size}))
-        return env
+    def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
+        """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
+        if self.page_size is None:
+            return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
+        params = {"page_size": self.page_size, "buffer_size": workload.buffer_size}
+        return Runner(workload, memory_limit=limit).measure(params, timeout)
 
 
 @dataclass
@@ -84,33 +71,12 @@ class Row:
         return bad[0] if bad and len(bad) == len(runs) else None
 
 
-def drop_caches() -> None:
-    os.sync()
-    try:
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    except PermissionError:
-        sys.exit("bench_workloads: dropping the page cache needs root (echo 3 > /proc/sys/vm/drop_caches)")
-
-
 def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -> dict:
-    drop_caches()
-    argv = variant.argv(workload)
-    record = {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size,
-              "limit": limit, "command": " ".join(argv)}
-    with MemoryLimit(limit) as cgroup:
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(argv, env=variant.environment(workload), capture_output=True, text=True,
-                                  timeout=timeout, preexec_fn=cgroup.enter)
-        except subprocess.TimeoutExpired:
-            return {**record, "value": None, "error": f"timeout ({timeout:.0f} s)"}
-        record.update(wall=time.perf_counter() - start, peak_memory=cgroup.peak_bytes())
-    if proc.returncode != 0:
-        reason = "killed (out of memory?)" if proc.returncode == -9 else f"exit {proc.returncode}"
-        return {**record, "value": None, "error": f"{reason}: {proc.stderr.strip()[-300:]}"}
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {**record, "value": result["value"], "metric": result["metric"], "check": result["check"],
-            "checksum": result.get("checksum"), "stats": result.get("stats")}
+    result = variant.run(workload, limit, timeout)
+    command = workload.kernel_mmap().argv() if variant.page_size is None else workload.argv()
+    return {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size, "limit": limit,
+            "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
+            "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats}
 
 
 def speedup(workload: Workload, value: float | None, baseline: float | None) -> float | None:
@@ -123,7 +89,7 @@ def cell(row: Row, label: str) -> str:
     value = row.median(label)
     if value is None:
         failure = row.failure(label)
-        return failure.split(" ")[0] if failure else "-"
+        return ("timeout" if failure.startswith("timed out") else failure.split(" ")[0]) if failure else "-"
     return f"{value:.3g}"
 
 
@@ -200,27 +166,28 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # numpy_gather
     rows = []
     load_before = os.getloadavg()[1]
     with open(out / "runs.jsonl", "w") as raw:
         for name in args.workloads.split(","):
-            config = yaml.safe_load((REPO / "configs" / "workload" / f"{name}.yaml").read_text())
-            workload = Workload.from_config(config, args.data_dir)
+            config, _ = compose([f"workload={name}", f"data_dir={args.data_dir}"])
+            workload = Workload.from_config(config.workload, config.data_dir)
             workload.data_dir.mkdir(parents=True, exist_ok=True)
             if workload.prepare_argv():
                 subprocess.run(workload.prepare_argv(), check=True)
-            row = Row(workload, workload.buffer_size + headroom + private_memory(workload))
+            row = Row(workload, pager_memory(workload, args.headroom))
             rows.append(row)
             for repeat in range(args.repeats):
                 for variant in variants:
                     earlier = row.runs.setdefault(variant.label, [])
-                    if any(r.get("error", "").startswith("timeout") for r in earlier):
+                    if any((r.get("error") or "").startswith("timed out") for r in earlier):
                         continue
                     result = run_once(workload, variant, row.limit, args.timeout)
                     earlier.append(result)
                     raw.write(json.dumps(result) + "\n")
                     raw.flush()
-                    shown = result.get("error") or f"{result['value']:.4g} {result['metric']} check {result['check']}"
+                    shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
                     print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
     header, lines = table(rows, variants)
     with open(out / "workloads.csv", "w", newline="") as f:

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "experiments"))
 from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
 from evaluation.plan import LARGE, SMALL, TRANSFER, make_plan  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP  # noqa: E402
-from evaluation.studytable import load_study  # noqa: E402
+from autopager.analysis import load_study  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 
 WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize

@@ -1,52 +1,111 @@
-"""notebooks/study_analysis.ipynb runs (nbclient, a real Jupyter kernel) on small real studies: an Ax study of
-the synthetic workload, and a quick evaluation's study with its kernel-mmap measurement."""
+"""Analysis of a user's own study: a tiny synthetic study run with the real CLI (Ax, two runs a trial, the
+kernel-mmap baseline where memory cgroups can be made), then notebooks/study_analysis.ipynb executed (nbclient,
+a real Jupyter kernel) from a directory outside the checkout, with the package imported as installed, and
+`autopager report` on the same study."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
 import nbformat
+import pandas as pd
 import pytest
 from nbclient import NotebookClient
 
-from autopager.cli import main
 from conftest import REPO
+from test_kernel_mmap import cgroups_unavailable
 
 NOTEBOOK = REPO / "notebooks" / "study_analysis.ipynb"
+MMAP = not cgroups_unavailable()
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def execute(study, results, monkeypatch) -> str:
-    """Runs the notebook on ``study``; returns its printed and displayed text."""
-    monkeypatch.setenv("AUTOPAGER_STUDY", str(study))
-    monkeypatch.setenv("AUTOPAGER_RESULTS", str(results))
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    texts = []
+def autopager(*args: str, cwd, env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autopager.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """A directory outside the checkout, and the environment in which the package imports as installed."""
+    home = tmp_path_factory.mktemp("user")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "AUTOPAGER_PROFILE_DIR": str(home / "profiles"),
+           "AUTOPAGER_DATA_DIR": str(home / "data")}
+    return home, env
+
+
+@pytest.fixture(scope="module")
+def study(installed):
+    home, env = installed
+    run = autopager("tune", "workload=synthetic", "workload.size=1", "strategy=ax", "strategy.initialization_trials=4",
+                    "strategy.trials=6", "runner.repeats=2", "runner.page_cache=evict", "study.name=small-ax",
+                    f"baseline.mmap={str(MMAP).lower()}", cwd=home, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    directory = home / "outputs" / "synthetic" / "small-ax"
+    assert (directory / "ax_client.json").is_file()
+    return directory
+
+
+def test_notebook_shows_the_study_given_by_path(study, installed, monkeypatch):
+    home, env = installed
+    workdir = home / "notebook"
+    workdir.mkdir()
+    copy = shutil.copy(NOTEBOOK, workdir)
+    notebook = nbformat.read(copy, as_version=4)
+    parameters = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
+    parameters.source = f"study_dir = {str(study)!r}"  # as papermill -p study_dir would
+    monkeypatch.setenv("PYTHONPATH", env["PYTHONPATH"])
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}).execute()
+    texts, images = [], 0
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             texts.append(output.get("text") or output.get("data", {}).get("text/plain", ""))
-    return "\n".join(texts)
+            images += "image/png" in output.get("data", {})
+    shown = "\n".join(texts)
+    table = pd.read_csv(study / "trials.csv")
+    trials = table[table.kind != "mmap"]
+    assert f"{study}: workload synthetic" in shown and f"strategy ax, {len(trials)} trials, 0 failed" in shown
+    assert "Ax's model from trial" in shown
+    assert "from Ax's sensitivity analysis" in shown and "evict_high_water" in shown
+    best, defaults = trials.value.min(), trials.value.iloc[0]
+    assert f"{defaults / best:.2f}x the defaults" in shown
+    if MMAP:
+        kernel = table[table.kind == "mmap"].value.iloc[0]
+        assert f"the best trial is {kernel / best:.2f}x the kernel's mmap" in shown
+    else:
+        assert "no kernel mmap measurement in this study" in shown
+    assert images >= 3 + MMAP  # convergence, importance (and the kernel's mmap)
 
 
-def test_notebook_on_an_ax_study_of_the_synthetic_workload(tuner_home, monkeypatch):
-    assert main(["tune", "workload=synthetic", "workload.size=1", "strategy=ax", "strategy.initialization_trials=4",
-                 "strategy.trials=6", "runner.page_cache=evict", "study.name=small-ax"]) == 0
-    shown = execute(tuner_home / "outputs" / "synthetic" / "small-ax", tuner_home, monkeypatch)
-    assert "strategy ax, 7 trials, 0 failed" in shown
-    assert "share of variance explained" in shown
-    assert "no kernel mmap measurement" in shown
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not (REPO / "build" / "workloads" / "kv").exists(),
-                    reason="the evaluation needs root (page cache, memory cgroups) and the built workloads")
-def test_notebook_compares_with_the_kernel_mmap_of_a_quick_evaluation(tmp_path, monkeypatch):
-    out = tmp_path / "evaluation"
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--quick", "--out", str(out),
-                          "--data-dir", str(tmp_path / "data"), "--workloads", "kv_readseq"],
-                         capture_output=True, text=True, timeout=600)
+def test_report_writes_markdown_and_plots_of_the_study(study, installed):
+    home, env = installed
+    out = home / "report"
+    run = autopager("report", str(study), "--out", str(out), cwd=home, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    shown = execute(out / "studies" / "small" / "kv_readseq" / "ax", out, monkeypatch)
-    assert "kernel mmap in a" in shown and "the best trial is" in shown
-    assert "speedup_vs_mmap" in shown
+    text = (out / "report.md").read_text()
+    table = pd.read_csv(study / "trials.csv")
+    trials = table[table.kind != "mmap"]
+    best = trials.loc[trials.value.idxmin()]
+    assert f"the best trial ({best.trial})" in text
+    assert f"{trials.value.iloc[0] / best.value:.2f}x the defaults" in text
+    first_model = trials[trials.proposed_by == "MBM"].trial.min()
+    assert f"Ax's model proposed the trials from trial {first_model} on" in text
+    assert "several times is drawn at its median, its bar the range of its runs" in text
+    assert "From Ax's sensitivity analysis of its model" in text
+    plots = ["convergence.png", "importance.png"] + (["mmap.png"] if MMAP else [])
+    for plot in plots:
+        assert (out / plot).read_bytes()[:8] == PNG and f"({plot})" in text
+    if MMAP:
+        kernel = table[table.kind == "mmap"].value.iloc[0]
+        assert f"The pager's best trial is {kernel / best.value:.2f}x the kernel's mmap" in text
+        assert "in a 76MiB memory cgroup" in text
+    else:
+        assert "Not measured: run the study with `baseline.mmap=true`" in text
+
+
+def test_report_refuses_a_directory_without_a_study(installed):
+    home, env = installed
+    run = autopager("report", str(home), cwd=home, env=env)
+    assert run.returncode == 2 and f"no study in {home}" in run.stderr

@@ -18,7 +18,7 @@ from autopager.progress import speedup
 from evaluation.kernel import load_kernel
 from evaluation.plan import CONFIRM, LARGE, SMALL, TRANSFER, Plan
 from evaluation.studies import Places
-from evaluation.studytable import StudyResult, load_study
+from autopager.analysis import StudyResult, load_study
 
 SEARCHES = ("default", "pagesize", "grid", "ax", "coordinate", "random")
 METHODS = ("default", "mmap", *SEARCHES[1:], TRANSFER)

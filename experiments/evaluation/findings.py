@@ -9,7 +9,7 @@ from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
 from evaluation.studies import Places
-from evaluation.studytable import load_study
+from autopager.analysis import load_study
 
 WORTH_IT = 1.10       # a tuned speedup below this is within the noise of one run here
 HOLDS_UP = 0.85       # a confirmed speedup below this fraction of the best-found one did not hold up

@@ -1,26 +1,21 @@
-"""The system baseline: a workload on the kernel's mmap (its ``--mmap`` flag) in a memory cgroup.
+"""The system baseline: a workload on the kernel's mmap (its ``mmap_command``) in a memory cgroup.
 
-The cgroup's limit is the one the pager's trials run under (evaluation/memory.py): the pager's buffer
-plus what any run of the program uses beside its data. The page cache is dropped before each run, as for
-the tuner's trials. The result is kept as
-``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it).
+It is the tuner's own kernel-mmap baseline (``baseline.mmap=true``, autopager/kernel_mmap.py), run apart from the
+studies with the evaluation's repeats: the cgroup's limit is the one the pager's trials run under (the pager's
+buffer plus what any run of the program uses beside its data), and the page cache is dropped before each run. The
+result is kept as ``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it).
 """
 from __future__ import annotations
 
 import json
-import statistics
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
+from autopager.kernel_mmap import mmap_runner
 from autopager.params import format_size
-from autopager.runner import Runner, environment, last_json_object, result_value
 from autopager.workloads import Workload
-from evaluation.memory import memory_limit
 from evaluation.plan import KernelSpec, Plan
-from evaluation.studies import Places, compose_workload, prepare, workload_overrides
-from memlimit import MemoryLimit
+from evaluation.studies import RUNNER, Places, compose_workload, prepare, workload_overrides
 
 
 def result_path(places: Places, scale: str, workload: str) -> Path:
@@ -32,24 +27,6 @@ def load_kernel(places: Places, scale: str, workload: str) -> dict[str, Any] | N
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def run_once(workload: Workload, runner: Runner, limit: int, timeout: float) -> dict[str, Any]:
-    runner.empty_page_cache()
-    with MemoryLimit(limit) as cgroup:
-        start = time.perf_counter()
-        try:
-            process = subprocess.run(workload.argv() + ["--mmap"], env=environment({}), capture_output=True,
-                                     text=True, timeout=timeout, preexec_fn=cgroup.enter)
-        except subprocess.TimeoutExpired:
-            return {"value": None, "error": f"timed out after {timeout:.0f} s"}
-        seconds, peak = time.perf_counter() - start, cgroup.peak_bytes()
-    if process.returncode != 0:
-        reason = "killed (out of memory?)" if process.returncode == -9 else f"exited with {process.returncode}"
-        return {"value": None, "error": f"{reason}: {process.stderr.strip()[-300:]}", "seconds": seconds}
-    result = last_json_object(process.stdout) or {}
-    value, error = result_value(result)
-    return {"value": value, "error": error or None, "seconds": seconds, "peak_bytes": peak}
-
-
 def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
                    prepared: set[tuple[str, ...]]) -> dict[str, Any]:
     """The median of ``spec.repeats`` runs (stopping at the first failure), saved and returned."""
@@ -57,20 +34,19 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
     if saved is not None:
         return saved
     size = plan.size(spec.workload, spec.scale)
-    config, _ = compose_workload(spec.workload, workload_overrides(spec.workload, size, places), plan)
+    config, _ = compose_workload(spec.workload, workload_overrides(spec.workload, size, places) + list(RUNNER), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)
-    limit = memory_limit(workload, size)
-    runs = []
-    for _ in range(spec.repeats):
-        runs.append(run_once(workload, Runner(workload), limit, timeout))
-        if runs[-1]["value"] is None:
-            break
-    values = [run["value"] for run in runs if run["value"] is not None]
+    runner = mmap_runner(workload, config.runner, repeats=spec.repeats)
+    result = runner.measure({}, timeout)
+    runs = [{"value": value, "error": None} for value in result.values]
+    if not result.ok:
+        runs.append({"value": None, "error": result.error + (f": {result.stderr_tail[-300:]}" if result.stderr_tail
+                                                             else "")})
     record = {"workload": spec.workload, "scale": spec.scale, "metric": workload.metric, "goal": workload.goal,
-              "value": statistics.median(values) if len(values) == len(runs) else None,
-              "values": values, "limit": format_size(limit), "limit_bytes": limit,
-              "error": next((run["error"] for run in runs if run["error"]), None), "runs": runs}
+              "value": result.value, "values": result.values, "limit": format_size(runner.memory_limit),
+              "limit_bytes": runner.memory_limit, "error": None if result.ok else runs[-1]["error"],
+              "seconds": result.wall_seconds, "runs": runs}
     path = result_path(places, spec.scale, spec.workload)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")

@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 from evaluation.plan import CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
 from evaluation.studies import Places  # noqa: E402
-from evaluation.studytable import load_study  # noqa: E402
+from autopager.analysis import load_study  # noqa: E402
 
 BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
 LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",

@@ -11,14 +11,14 @@ from pathlib import Path
 import pandas as pd
 
 from autopager.cli import compose
+from autopager.memory_limit import pager_memory
 from autopager.params import format_size
 from autopager.space import show
 from autopager.workloads import Workload
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, collect, defaults_spread
 from evaluation.findings import findings
-from evaluation.memory import memory_limit
-from evaluation.machine import describe
+from autopager.machine import describe
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
 from evaluation.plots import LABELS, plot_convergence, plot_speedups
 from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides
@@ -115,9 +115,11 @@ def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
     return md.table(header, rows)
 
 
-def workload_at(workload: str, size: Size, places: Places) -> Workload:
+def workload_at(workload: str, size: Size, places: Places) -> tuple[Workload, int]:
+    """The workload at a size, and the memory limit of its runs."""
     config, _ = compose(workload_overrides(workload, size, places))
-    return Workload.from_config(config.workload, config.data_dir)
+    workload = Workload.from_config(config.workload, config.data_dir)
+    return workload, pager_memory(workload, config.runner.memory_headroom)
 
 
 def setup(plan: Plan, places: Places) -> str:
@@ -127,10 +129,10 @@ def setup(plan: Plan, places: Places) -> str:
     for w in plan.workloads:
         for scale in (SMALL, LARGE):
             size = plan.size(w, scale)
-            workload = workload_at(w, size, places)
+            workload, limit = workload_at(w, size, places)
             data = sum(path.stat().st_size for path in workload.data_paths())
             rows.append([w, scale, size.size, f"{data / 2**20:.0f} MiB", size.buffer, f"4KiB..{size.largest_page}",
-                         format_size(memory_limit(workload, size))])
+                         format_size(limit)])
     return md.table(header, rows)
 
 

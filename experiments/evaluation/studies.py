@@ -3,8 +3,8 @@
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
 one only replays its table. The workload's data is generated here, once a process, before the study runs,
 and the study is given no preparation step (the tuner would run it again at every study).
-Every trial runs in a memory cgroup (evaluation/memory.py): the workload's command is started through a
-launcher that enters it.
+Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer, the program's
+own arrays and a headroom; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
 """
 from __future__ import annotations
 
@@ -20,12 +20,12 @@ from autopager.errors import StudyError
 from autopager.space import Space
 from autopager.study import Study
 from autopager.workloads import Workload
-from evaluation.memory import in_cgroup, limited, memory_limit
 from evaluation.plan import SMALL, Plan, Size, StudySpec
-from evaluation.studytable import load_study
+from autopager.analysis import load_study
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
-RUNNER = (f"runner.timeout_factor={TIMEOUT_FACTOR}", f"runner.timeout_floor={TIMEOUT_FLOOR}")
+RUNNER = (f"runner.timeout_factor={TIMEOUT_FACTOR}", f"runner.timeout_floor={TIMEOUT_FLOOR}",
+          "runner.memory_limit=auto")
 OPTIMIZER_STEP = "import torch and Ax"  # the step that does, in the evaluation's log
 
 
@@ -45,12 +45,13 @@ def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
 
 
 def compose_workload(workload: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
-    """The tuner's configuration for ``overrides``, with the plan's lookup count in the workload's command."""
+    """The tuner's configuration for ``overrides``, with the plan's lookup count in the workload's commands."""
     config, choices = compose(overrides)
     if workload in plan.lookups:
         with open_dict(config):
-            config.workload.command = re.sub(r"--lookups \d+", f"--lookups {plan.lookups[workload]}",
-                                             config.workload.command)
+            for key in ("command", "mmap_command"):
+                config.workload[key] = re.sub(r"--lookups \d+", f"--lookups {plan.lookups[workload]}",
+                                              config.workload[key])
     return config, choices
 
 
@@ -113,9 +114,7 @@ def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[s
         raise StudyError(f"generating the data of {spec.workload} failed: {error}") from None
     with open_dict(config):
         config.workload.prepare = None
-        config.workload.command = in_cgroup(config.workload.command)
-    with limited(memory_limit(workload, plan.size(spec.workload, spec.scale))):
-        Study(config, space_name=choices.get("space", "default")).run()
+    Study(config, space_name=choices.get("space", "default")).run()
 
 
 def load_optimizer() -> None:
