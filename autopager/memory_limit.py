@@ -164,13 +164,16 @@ def pager_memory(workload: Workload, headroom: Any) -> int:
 
 
 def run_memory_limit(setting: Any, workload: Workload, headroom: Any) -> int | None:
-    """``runner.memory_limit``: None (no limit), ``auto`` (the pager's memory) or a size."""
+    """``runner.memory_limit``: None (no limit), ``auto`` (the pager's memory) or a size; checked to be usable."""
     if setting is None:
         return None
     if setting == AUTO:
-        return pager_memory(workload, headroom)
-    try:
-        return parse_size(setting)
-    except ValueError as error:
-        raise ConfigError(f"runner.memory_limit: {error} (or auto: the pager's buffer, workload.private_memory "
-                          f"and runner.memory_headroom)") from None
+        limit = pager_memory(workload, headroom)
+    else:
+        try:
+            limit = parse_size(setting)
+        except ValueError as error:
+            raise ConfigError(f"runner.memory_limit: {error} (or auto: the pager's buffer, workload.private_memory "
+                              f"and runner.memory_headroom)") from None
+    check_memory_limits(limit)
+    return limit

@@ -109,3 +109,15 @@ def test_report_refuses_a_directory_without_a_study(installed):
     home, env = installed
     run = autopager("report", str(home), cwd=home, env=env)
     assert run.returncode == 2 and f"no study in {home}" in run.stderr
+
+
+def test_a_damaged_ax_state_is_reported_and_not_used(study, installed):
+    home, env = installed
+    copy = home / "damaged"
+    shutil.copytree(study, copy, ignore=shutil.ignore_patterns("report"))
+    (copy / "ax_client.json").write_text('{"experiment": ')
+    run = autopager("report", str(copy), cwd=home, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    text = (copy / "report" / "report.md").read_text()
+    assert f"Ax's state {copy / 'ax_client.json'} cannot be read" in text
+    assert "From the trials alone" in text and "Ax's sensitivity analysis of its model" not in text

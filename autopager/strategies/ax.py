@@ -124,7 +124,7 @@ class AxStrategy(Strategy):
         return point
 
     def save(self, directory: Path) -> None:
-        if self.client is not None:
+        if self.generation is not None:  # it proposed trials in this process (else the saved state stands)
             temporary = directory / f"{STATE}.tmp"
             self.client.save_to_json_file(str(temporary))
             os.replace(temporary, directory / STATE)
