@@ -82,6 +82,7 @@ class Workload:
     data_dir: Path
     mmap_command: str | None = None   # the same program on the kernel's mmap (our workloads: --mmap)
     private_memory: int = 0           # bytes the program needs besides its paged data (its own arrays)
+    transparent: bool = False         # run through `autopager exec`'s preload: the program's own mmap()s on the pager
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], data_dir: str) -> "Workload":
@@ -108,7 +109,8 @@ class Workload:
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
                        time_process=bool(config.get("time_process", False)),
                        data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command") and str(config["mmap_command"]),
-                       private_memory=private_memory)
+                       private_memory=private_memory,
+                       transparent=bool(config.get("transparent", False)))
         for template in (workload.command, workload.prepare, workload.data_files, workload.mmap_command):
             if template:
                 workload._fill_words(template, check_only=True)
@@ -119,7 +121,7 @@ class Workload:
         if not self.mmap_command:
             raise ConfigError(f"workload {self.name} has no kernel-mmap mode: give the command that runs it on the "
                               f"kernel's mmap as workload.mmap_command=\"...\"")
-        return dataclasses.replace(self, command=self.mmap_command)
+        return dataclasses.replace(self, command=self.mmap_command, transparent=False)
 
     @property
     def knobs(self) -> dict[str, Any]:
@@ -146,7 +148,11 @@ class Workload:
         return [word.format(**values) for word in words]
 
     def argv(self) -> list[str]:
-        return self._fill_words(self.command)
+        words = self._fill_words(self.command)
+        if self.transparent:
+            from autopager.exec import transparent_argv
+            return transparent_argv(words)
+        return words
 
     def prepare_argv(self) -> list[str] | None:
         return self._fill_words(self.prepare) if self.prepare else None
@@ -160,7 +166,10 @@ class Workload:
     def check(self) -> None:
         """Fail early, with the fix, if the program cannot be started."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for argv in (self.argv(), self.prepare_argv()):
+        if self.transparent:
+            from autopager.exec import preload_library
+            preload_library()
+        for argv in (self._fill_words(self.command), self.prepare_argv()):
             if argv is None:
                 continue
             program = argv[0]

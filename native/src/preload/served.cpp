@@ -1,0 +1,354 @@
+#include "served.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "autopager/config.hpp"
+#include "kernel.hpp"
+
+namespace autopager::preload {
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+
+std::string path_of(int fd) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  char path[4096];
+  ssize_t n = readlink(link, path, sizeof path - 1);
+  return n > 0 ? std::string(path, static_cast<std::size_t>(n)) : std::string();
+}
+
+bool print_stats_requested() {
+  const char* v = std::getenv("UMAP_PRINT_STATS");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+// Advice that leaves a mapping's contents as they are: a served mapping takes it as a no-op
+// (MADV_WILLNEED as a prefetch). MADV_DONTNEED is one of them for a shared file mapping, and for a
+// private one never written (a served private mapping is read-only).
+bool keeps_contents(int advice) {
+  switch (advice) {
+    case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL: case MADV_WILLNEED: case MADV_DONTNEED:
+    case MADV_COLD: case MADV_PAGEOUT: case MADV_HUGEPAGE: case MADV_NOHUGEPAGE: case MADV_DONTDUMP:
+    case MADV_DODUMP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Calls `call(begin, length)` for each part of [begin, end) outside the sorted, disjoint `taken` ranges.
+template <typename Call>
+int for_each_gap(char* begin, char* end, std::vector<std::pair<char*, char*>> taken, Call call) {
+  std::sort(taken.begin(), taken.end());
+  int result = 0;
+  char* at = begin;
+  for (const auto& [from, to] : taken) {
+    if (from > at && call(at, static_cast<std::size_t>(std::min(from, end) - at)) != 0 && result == 0) result = -1;
+    at = std::max(at, to);
+    if (at >= end) return result;
+  }
+  if (at < end && call(at, static_cast<std::size_t>(end - at)) != 0 && result == 0) result = -1;
+  return result;
+}
+
+}  // namespace
+
+bool ServedMappings::Served::writes_file() const { return shared && (prot & PROT_WRITE) != 0; }
+
+ServedMappings& ServedMappings::instance() {
+  static ServedMappings* table = new ServedMappings();
+  return *table;
+}
+
+Pager* ServedMappings::pager_locked() {
+  if (Pager* pager = pager_.load()) return pager;
+  if (disabled_) return nullptr;
+  try {
+    Pager* pager = new Pager(Config::from_environment());  // lives until the process ends
+    pager_.store(pager);
+    return pager;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "autopager preload: the pager cannot start (%s); every mapping is left to the kernel\n",
+                 e.what());
+    disabled_ = true;
+    return nullptr;
+  }
+}
+
+void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  auto kernel_mmap = [&] { return kernel().mmap(address, length, prot, flags, fd, offset); };
+  const int type = flags & MAP_TYPE;
+  const bool shared = type == MAP_SHARED;
+  const bool writes = (prot & PROT_WRITE) != 0;
+  const std::size_t page = system_page_size();
+  if (fd < 0 || (type != MAP_SHARED && type != MAP_PRIVATE) ||
+      (flags & ~(MAP_TYPE | MAP_NORESERVE | MAP_POPULATE)) != 0 || (prot != PROT_READ && prot != (PROT_READ | PROT_WRITE)) ||
+      (!shared && writes) || length == 0 || offset < 0 || static_cast<std::size_t>(offset) % page != 0)
+    return kernel_mmap();
+  struct stat file {};
+  if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return kernel_mmap();
+  const int access = fcntl(fd, F_GETFL) & O_ACCMODE;
+  if (access == O_WRONLY || (shared && writes && access != O_RDWR)) return kernel_mmap();  // the kernel refuses it
+  const std::uint64_t end = static_cast<std::uint64_t>(offset) + length;
+  const bool past_end = end > round_up(static_cast<std::uint64_t>(file.st_size), page);
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (disabled_) return kernel_mmap();
+  if (!settings_read_) {
+    settings_read_ = true;
+    try {
+      settings_ = Settings::from_environment();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "autopager preload: %s; every mapping is left to the kernel\n", e.what());
+      disabled_ = true;
+      return kernel_mmap();
+    }
+  }
+  if (static_cast<std::uint64_t>(file.st_size) < settings_.min_size) return kernel_mmap();
+  const FileId id{file.st_dev, file.st_ino};
+  if (kernel_files_.count(id) != 0) return kernel_mmap();
+  std::string path = path_of(fd);
+  if (!settings_.path_wanted(path)) return kernel_mmap();
+  // Writes through a mapping past the end of the file would extend it (the kernel: SIGBUS); and one
+  // writable mapping of a file beside another would not see the other's pages (the kernel's share them).
+  std::vector<Served*> same_file;
+  for (auto& entry : served_)
+    if (entry.second.device == id.first && entry.second.inode == id.second) same_file.push_back(&entry.second);
+  const bool conflict = !same_file.empty() && ((shared && writes) ||
+      std::any_of(same_file.begin(), same_file.end(), [](const Served* s) { return s->writes_file(); }));
+  if (conflict || (shared && writes && past_end)) {
+    for (Served* other : same_file) hand_over_locked(*other, "it is mapped again, and written through a mapping");
+    kernel_files_.insert(id);
+    return kernel_mmap();
+  }
+  Pager* pager = pager_locked();
+  if (pager == nullptr) return kernel_mmap();
+
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  int for_store = own < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (for_store < 0) {
+    if (own >= 0) close(own);
+    return kernel_mmap();
+  }
+  void* base = nullptr;
+  try {
+    FileStoreOptions options;
+    options.writable = shared && writes;
+    options.offset = static_cast<std::uint64_t>(offset);
+    std::shared_ptr<Store> store;
+    try {
+      store = make_fd_store(for_store, options, true);
+    } catch (...) {
+      close(for_store);
+      throw;
+    }
+    base = pager->map(std::move(store), length, prot);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "autopager preload: cannot serve %s (%s); left to the kernel\n", path.c_str(), e.what());
+    close(own);
+    return kernel_mmap();
+  }
+  Served served{static_cast<char*>(base), length, round_up(length, page), round_up(length, pager->config().page_size),
+                own, id.first, id.second, offset, prot, shared, std::move(path)};
+  served_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(served));
+  count_.fetch_add(1);
+  ++served_total_;
+  return base;
+}
+
+std::vector<ServedMappings::Served*> ServedMappings::overlapping_locked(const char* begin, const char* end) {
+  std::vector<Served*> found;
+  auto it = served_.upper_bound(reinterpret_cast<std::uintptr_t>(begin));
+  if (it != served_.begin()) --it;
+  for (; it != served_.end() && it->second.base < end; ++it)
+    if (it->second.base + it->second.mapped > begin) found.push_back(&it->second);
+  return found;
+}
+
+bool ServedMappings::map_over_with_kernel(const Served& served) const {
+  void* at = kernel().mmap(served.base, served.span, served.prot, (served.shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED,
+                           served.fd, served.offset);
+  if (at == MAP_FAILED) return false;
+  if (served.mapped > served.span) kernel().munmap(served.base + served.span, served.mapped - served.span);
+  return true;
+}
+
+void ServedMappings::forget_locked(const Served& served) {
+  close(served.fd);
+  served_.erase(reinterpret_cast<std::uintptr_t>(served.base));
+  count_.fetch_sub(1);
+}
+
+void ServedMappings::hand_over_locked(Served& served, const char* why) {
+  Pager* pager = pager_.load();
+  if (!pager->hand_over(served.base, [&] { return map_over_with_kernel(served); }))
+    std::fprintf(stderr, "autopager preload: handing %s to the kernel (%s) failed: %s\n", served.path.c_str(), why,
+                 std::strerror(errno));
+  kernel_files_.insert({served.device, served.inode});
+  ++handed_over_;
+  forget_locked(served);
+}
+
+int ServedMappings::munmap(void* address, size_t length) {
+  char* begin = static_cast<char*>(address);
+  const std::size_t page = system_page_size();
+  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0 || length == 0)
+    return kernel().munmap(address, length);
+  char* end = begin + round_up(length, page);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<char*, char*>> released;
+  int result = 0, error = 0;
+  for (Served* served : overlapping_locked(begin, end)) {
+    if (served->base >= begin && served->base + served->span <= end) {
+      char* base = served->base;
+      std::size_t mapped = served->mapped;
+      if (!pager_.load()->unmap(base)) {
+        error = errno;
+        std::fprintf(stderr, "autopager preload: writing back %s at munmap failed: %s\n", served->path.c_str(),
+                     std::strerror(error));
+      }
+      forget_locked(*served);
+      released.emplace_back(base, base + mapped);
+    } else {
+      hand_over_locked(*served, "part of it is unmapped");
+    }
+  }
+  result = for_each_gap(begin, end, released, [](char* at, std::size_t n) { return kernel().munmap(at, n); });
+  if (error != 0) {
+    errno = error;
+    return -1;
+  }
+  return result;
+}
+
+int ServedMappings::msync(void* address, size_t length, int flags) {
+  char* begin = static_cast<char*>(address);
+  const std::size_t page = system_page_size();
+  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0)
+    return kernel().msync(address, length, flags);
+  char* end = begin + round_up(length, page);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<char*, char*>> flushed;
+  int error = 0;
+  for (Served* served : overlapping_locked(begin, end)) {
+    flushed.emplace_back(served->base, served->base + served->mapped);
+    if (!served->writes_file()) continue;
+    if (pager_.load()->flush(served->base) != 0 || ((flags & MS_SYNC) != 0 && fdatasync(served->fd) != 0)) {
+      if (error == 0) error = errno;
+    }
+  }
+  int result = for_each_gap(begin, end, flushed, [&](char* at, std::size_t n) { return kernel().msync(at, n, flags); });
+  if (error != 0) {
+    errno = error;
+    return -1;
+  }
+  return result;
+}
+
+int ServedMappings::mprotect(void* address, size_t length, int prot) {
+  char* begin = static_cast<char*>(address);
+  const std::size_t page = system_page_size();
+  if (count_.load() != 0 && reinterpret_cast<std::uintptr_t>(begin) % page == 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Served* served : overlapping_locked(begin, begin + round_up(length, page)))
+      if (served->prot != prot) hand_over_locked(*served, "its protection changes");
+  }
+  return kernel().mprotect(address, length, prot);
+}
+
+int ServedMappings::madvise(void* address, size_t length, int advice) {
+  char* begin = static_cast<char*>(address);
+  const std::size_t page = system_page_size();
+  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0)
+    return kernel().madvise(address, length, advice);
+  char* end = begin + round_up(length, page);
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<char*, char*>> kept;
+  for (Served* served : overlapping_locked(begin, end)) {
+    if (!keeps_contents(advice)) {
+      hand_over_locked(*served, "advice that changes its contents");
+      continue;
+    }
+    kept.emplace_back(served->base, served->base + served->mapped);
+    if (advice != MADV_WILLNEED) continue;
+    Pager* pager = pager_.load();
+    const std::size_t pager_page = pager->config().page_size;
+    char* first = std::max(begin, served->base);
+    char* last = std::min(end, served->base + served->span);
+    std::vector<void*> pages;
+    for (char* at = first; at < last && pages.size() < pager->config().buffer_pages; at += pager_page) pages.push_back(at);
+    pager->prefetch(pages.data(), pages.size());
+  }
+  return for_each_gap(begin, end, kept, [&](char* at, std::size_t n) { return kernel().madvise(at, n, advice); });
+}
+
+void ServedMappings::before_remap(void* address) {
+  if (count_.load() == 0) return;
+  char* at = static_cast<char*>(address);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Served* served : overlapping_locked(at, at + 1)) hand_over_locked(*served, "it is remapped");
+}
+
+void ServedMappings::before_write(int fd) {
+  if (count_.load() == 0) return;
+  struct stat file {};
+  if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Served*> same_file;
+  for (auto& entry : served_)
+    if (entry.second.device == file.st_dev && entry.second.inode == file.st_ino) same_file.push_back(&entry.second);
+  for (Served* served : same_file) hand_over_locked(*served, "its file is written with write()");
+}
+
+void ServedMappings::before_fork() {
+  mutex_.lock();
+  for (auto& entry : served_) {
+    Served& served = entry.second;
+    if (served.writes_file() && pager_.load()->flush(served.base) != 0)
+      std::fprintf(stderr, "autopager preload: writing back %s before fork failed: %s\n", served.path.c_str(),
+                   std::strerror(errno));
+  }
+}
+
+void ServedMappings::after_fork_in_parent() { mutex_.unlock(); }
+
+// The child has no pager threads: each served mapping becomes a kernel mapping of its file, which
+// before_fork() brought up to date, and the child maps everything with the kernel from now on.
+void ServedMappings::after_fork_in_child() {
+  for (auto& entry : served_) {
+    const Served& served = entry.second;
+    if (!map_over_with_kernel(served))
+      std::fprintf(stderr, "autopager preload: in a forked child, mapping %s with the kernel failed: %s\n",
+                   served.path.c_str(), std::strerror(errno));
+    close(served.fd);
+  }
+  served_.clear();
+  count_.store(0);
+  disabled_ = true;
+  mutex_.unlock();
+}
+
+std::string ServedMappings::stats_json() const {
+  Pager* pager = pager_.load();
+  return pager == nullptr ? std::string() : pager->stats().to_json();
+}
+
+void ServedMappings::print_summary() const {
+  if (!print_stats_requested()) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::fprintf(stderr, "autopager preload: served %llu file mappings (%zu still mapped), handed %llu to the kernel\n",
+               static_cast<unsigned long long>(served_total_), served_.size(),
+               static_cast<unsigned long long>(handed_over_));
+}
+
+}  // namespace autopager::preload

@@ -1,0 +1,85 @@
+// The file mappings the preload serves from a pager (README "Transparent mode", DESIGN.md "Transparent
+// mode (preload)"), and what the memory and write calls do to them. A call that does not touch a served
+// mapping goes to the kernel unchanged. A served mapping that a call would make differ from the kernel's
+// (another protection, a move, a partial unmap, a write() to its file, advice that changes contents) is
+// first handed to the kernel: its dirty pages written back, then a kernel mapping of the same file put
+// over the same addresses at once, so the program sees the same bytes at the same place.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autopager/pager.hpp"
+#include "settings.hpp"
+
+namespace autopager::preload {
+
+class ServedMappings {
+ public:
+  // The process's one table, never destroyed (calls may come during exit).
+  static ServedMappings& instance();
+
+  void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset);
+  int munmap(void* address, size_t length);
+  int msync(void* address, size_t length, int flags);
+  int mprotect(void* address, size_t length, int prot);
+  int madvise(void* address, size_t length, int advice);
+  // Before the kernel moves or resizes a mapping at `address`.
+  void before_remap(void* address);
+  // Before a write() or truncation of `fd`'s file: its served mappings go to the kernel.
+  void before_write(int fd);
+
+  // pthread_atfork: before fork every write reaches the files; the child maps them with the kernel.
+  void before_fork();
+  void after_fork_in_parent();
+  void after_fork_in_child();
+
+  // The pager's statistics as JSON, or empty before the first served mapping.
+  std::string stats_json() const;
+  void print_summary() const;
+
+ private:
+  struct Served {
+    char* base;
+    std::size_t length;   // as the program asked
+    std::size_t span;     // length in whole system pages: what the program sees
+    std::size_t mapped;   // length in whole pager pages: the pager's region
+    int fd;               // the preload's own descriptor of the file
+    dev_t device;
+    ino_t inode;
+    off_t offset;
+    int prot;
+    bool shared;
+    std::string path;
+    bool writes_file() const;
+  };
+  using FileId = std::pair<dev_t, ino_t>;
+
+  Pager* pager_locked();
+  std::vector<Served*> overlapping_locked(const char* begin, const char* end);
+  bool map_over_with_kernel(const Served& served) const;
+  void hand_over_locked(Served& served, const char* why);
+  void forget_locked(const Served& served);
+
+  mutable std::mutex mutex_;
+  std::map<std::uintptr_t, Served> served_;
+  std::set<FileId> kernel_files_;    // left to the kernel for the rest of the process
+  std::atomic<std::size_t> count_{0};
+  std::atomic<Pager*> pager_{nullptr};
+  bool disabled_ = false;            // settings or pager refused, or a forked child
+  bool settings_read_ = false;
+  Settings settings_;
+  std::uint64_t served_total_ = 0;
+  std::uint64_t handed_over_ = 0;
+};
+
+}  // namespace autopager::preload
