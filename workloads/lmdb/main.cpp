@@ -18,6 +18,7 @@
 #include <string>
 
 #include "datafile.hpp"
+#include "db_bench.hpp"
 #include "kv_file.hpp"
 #include "random.hpp"
 #include "workload.hpp"
@@ -103,11 +104,6 @@ void generate(const std::string& directory, const KvLayout& layout) {
   drop_from_page_cache((fs::path(directory) / "data.mdb").string());
 }
 
-struct Tally {
-  std::uint64_t value_sum = 0;
-  std::uint64_t errors = 0;
-};
-
 void tally_record(std::uint64_t record, const MDB_val& key, const MDB_val& data, std::size_t value_bytes, Tally& tally) {
   char expected[kKeyBytes];
   make_key(record, expected);
@@ -191,21 +187,15 @@ std::string preload_statistics() {
 }
 
 Result run(const Options& options, const Settings& settings) {
-  const std::string benchmark = options.choice("benchmark", {"readseq", "readrandom", "readreverse"});
-  const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
-  const std::size_t value_bytes = options.integer("value-size", 8, 4096);
-  if (value_bytes % 8 != 0) throw UsageError("option --value-size must be a multiple of 8");
+  const DbBench bench = read_db_bench_options(options);
+  const KvLayout& layout = bench.layout;
   if (settings.backend == Backend::kernel)
     throw UsageError("lmdb maps its database with LMDB's own mmap(); run it under `autopager exec` for the pager");
-  const KvLayout layout = kv_layout(size_mib, value_bytes);
-  if (layout.records == 0) throw UsageError("option --size-mib is too small for one record");
-  const std::string directory = database_dir(settings.data_dir, size_mib, value_bytes);
+  const std::string directory = database_dir(settings.data_dir, bench.size_mib, layout.value_bytes);
   if (settings.generate_only) {
     generate(directory, layout);
     return {};
   }
-  const bool random = benchmark == "readrandom";
-  const std::uint64_t operations = random ? options.integer("lookups", 1) : layout.records;
   Environment db(directory, MDB_RDONLY | MDB_NOTLS, 0);
   MDB_stat stat{};
   {
@@ -218,15 +208,11 @@ Result run(const Options& options, const Settings& settings) {
     throw DataError("the database in " + directory + " holds " + std::to_string(stat.ms_entries) + " records, not " +
                     std::to_string(layout.records) + "; remove it and make it again with --generate");
 
-  Result result{"ops/s", 0, "maximize", "ok", "", ""};
   Stopwatch timer;
-  const Tally tally = random ? lookups(db, layout, operations) : scan(db, layout, benchmark == "readreverse");
+  const Tally tally = bench.random() ? lookups(db, layout, bench.operations) : scan(db, layout, bench.reverse());
   const double seconds = timer.seconds();
-  result.stats = preload_statistics();
+  Result result = db_bench_result(bench, seconds, tally, preload_statistics());
   result.mode = result.stats.empty() ? "mmap" : "preload";
-  result.value = operations / seconds;
-  if (tally.errors != 0) result.check = std::to_string(tally.errors) + " of " + std::to_string(operations) + " reads wrong";
-  result.checksum = benchmark + " " + std::to_string(operations) + " values " + std::to_string(tally.value_sum);
   return result;
 }
 
@@ -234,9 +220,6 @@ Result run(const Options& options, const Settings& settings) {
 
 int main(int argc, char** argv) {
   Options options("lmdb", "db_bench read benchmarks (readseq, readrandom, readreverse) on LMDB (liblmdb).");
-  options.add("benchmark", "readrandom", "readseq, readrandom or readreverse");
-  options.add("size-mib", "512", "size of the records in MiB (the database is larger: LMDB's pages and tree)");
-  options.add("value-size", "128", "bytes a value (a multiple of 8, at most 4096)");
-  options.add("lookups", "100000", "number of lookups of readrandom");
+  add_db_bench_options(options, "size of the records in MiB (the database is larger: LMDB's pages and tree)");
   return workload_main(options, argc, argv, run);
 }
