@@ -199,15 +199,19 @@ void ServedMappings::hand_over_locked(Served& served, const char* why) {
   forget_locked(served);
 }
 
-int ServedMappings::munmap(void* address, size_t length) {
-  char* begin = static_cast<char*>(address);
+bool ServedMappings::may_concern_served(void* address, size_t length, char*& begin, char*& end) const {
   const std::size_t page = system_page_size();
-  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0 || length == 0)
-    return kernel().munmap(address, length);
-  char* end = begin + round_up(length, page);
+  begin = static_cast<char*>(address);
+  end = begin + round_up(length, page);
+  return count_.load() != 0 && reinterpret_cast<std::uintptr_t>(begin) % page == 0 && length != 0;
+}
+
+int ServedMappings::munmap(void* address, size_t length) {
+  char *begin, *end;
+  if (!may_concern_served(address, length, begin, end)) return kernel().munmap(address, length);
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<char*, char*>> released;
-  int result = 0, error = 0;
+  int error = 0;
   for (Served* served : overlapping_locked(begin, end)) {
     if (served->base >= begin && served->base + served->span <= end) {
       char* base = served->base;
@@ -223,7 +227,7 @@ int ServedMappings::munmap(void* address, size_t length) {
       hand_over_locked(*served, "part of it is unmapped");
     }
   }
-  result = for_each_gap(begin, end, released, [](char* at, std::size_t n) { return kernel().munmap(at, n); });
+  int result = for_each_gap(begin, end, released, [](char* at, std::size_t n) { return kernel().munmap(at, n); });
   if (error != 0) {
     errno = error;
     return -1;
@@ -232,11 +236,8 @@ int ServedMappings::munmap(void* address, size_t length) {
 }
 
 int ServedMappings::msync(void* address, size_t length, int flags) {
-  char* begin = static_cast<char*>(address);
-  const std::size_t page = system_page_size();
-  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0)
-    return kernel().msync(address, length, flags);
-  char* end = begin + round_up(length, page);
+  char *begin, *end;
+  if (!may_concern_served(address, length, begin, end)) return kernel().msync(address, length, flags);
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<char*, char*>> flushed;
   int error = 0;
@@ -256,22 +257,18 @@ int ServedMappings::msync(void* address, size_t length, int flags) {
 }
 
 int ServedMappings::mprotect(void* address, size_t length, int prot) {
-  char* begin = static_cast<char*>(address);
-  const std::size_t page = system_page_size();
-  if (count_.load() != 0 && reinterpret_cast<std::uintptr_t>(begin) % page == 0) {
+  char *begin, *end;
+  if (may_concern_served(address, length, begin, end)) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Served* served : overlapping_locked(begin, begin + round_up(length, page)))
+    for (Served* served : overlapping_locked(begin, end))
       if (served->prot != prot) hand_over_locked(*served, "its protection changes");
   }
   return kernel().mprotect(address, length, prot);
 }
 
 int ServedMappings::madvise(void* address, size_t length, int advice) {
-  char* begin = static_cast<char*>(address);
-  const std::size_t page = system_page_size();
-  if (count_.load() == 0 || reinterpret_cast<std::uintptr_t>(begin) % page != 0)
-    return kernel().madvise(address, length, advice);
-  char* end = begin + round_up(length, page);
+  char *begin, *end;
+  if (!may_concern_served(address, length, begin, end)) return kernel().madvise(address, length, advice);
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<char*, char*>> kept;
   for (Served* served : overlapping_locked(begin, end)) {

@@ -64,6 +64,9 @@ class ServedMappings {
   };
   using FileId = std::pair<dev_t, ino_t>;
 
+  // The call's range in whole pages; false when it cannot concern a served mapping (none are, or the
+  // address is not page-aligned: the kernel refuses it).
+  bool may_concern_served(void* address, size_t length, char*& begin, char*& end) const;
   Pager* pager_locked();
   std::vector<Served*> overlapping_locked(const char* begin, const char* end);
   bool map_over_with_kernel(const Served& served) const;
