@@ -336,6 +336,54 @@ def test_a_write_to_a_mapped_file_is_read_back_through_the_map(tmp_path):
     assert_served(served, mappings=1, handed_over=1)
 
 
+READ_SCRIPT = """
+    import ctypes, hashlib, mmap, os, subprocess, sys
+    import numpy as np
+    # Written through a writable map, then fsync: another process reads it from the file.
+    fd = os.open("synced.bin", os.O_RDWR)
+    m = mmap.mmap(fd, 0)
+    m[4096:4106] = b"s" * 10
+    os.fsync(fd)
+    other = subprocess.run([sys.executable, "-c", "print(open('synced.bin', 'rb').read()[4096:4106])"],
+                           env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"},
+                           capture_output=True, text=True, check=True).stdout.strip()
+    print("fsync", other)
+    # Written through a writable map, then read with pread(): the read sees it.
+    f = open("read.bin", "r+b")
+    w = mmap.mmap(f.fileno(), 0)
+    w[70000:70010] = b"r" * 10
+    reader = os.open("read.bin", os.O_RDONLY)
+    print("pread", os.pread(reader, 20, 69995), w[69995:70015])
+    # A mapping with MAP_FIXED over part of a served one.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    g = open("fixed.bin", "r+b")
+    x = mmap.mmap(g.fileno(), 0)
+    x[100:110] = b"f" * 10
+    start = np.frombuffer(x, dtype=np.uint8).ctypes.data
+    tail = len(x) // 2 // mmap.PAGESIZE * mmap.PAGESIZE
+    placed = libc.mmap(start + tail, len(x) - tail, mmap.PROT_READ | mmap.PROT_WRITE,
+                       mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10, -1, 0)
+    assert placed == start + tail, ctypes.get_errno()
+    print("fixed", x[100:110], hashlib.sha256(x[:tail]).hexdigest(), x[tail:tail + 4], x[-4:])
+    x[-4:] = b"anon"
+    print("anonymous part", x[-4:])
+"""
+
+
+def test_reads_and_fsync_of_a_file_written_through_its_map_and_map_fixed(tmp_path):
+    files = [twin_files(tmp_path, name, numbers(5, seed=seed))
+             for seed, name in enumerate(("synced.bin", "read.bin", "fixed.bin"))]
+    expected = run_python(READ_SCRIPT, tmp_path / "kernel", transparent=False)
+    served = run_python(READ_SCRIPT, tmp_path / "preload", transparent=True)
+    assert served.stdout == expected.stdout and "b'ssssssssss'" in served.stdout
+    for kernel, preload in files:
+        assert preload.read_bytes() == kernel.read_bytes()
+    # fsync writes back and keeps the mapping served; pread and MAP_FIXED hand theirs to the kernel
+    assert preload_summary(served.stderr) == (3, 2), served.stderr
+
+
 CHANGES_SCRIPT = """
     import ctypes, hashlib, mmap, os
     import numpy as np

@@ -1,10 +1,11 @@
-// The preloaded definitions of the C library's memory and write calls. Each goes to the kernel unless
+// The preloaded definitions of the C library's memory, read, write and sync calls. Each goes to the kernel unless
 // it concerns a served file mapping (served.hpp). A thread already inside the preload (the pager's
 // start-up, a library the preload calls) goes straight to the kernel.
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +35,12 @@ void written(int fd) {
   table().before_write(fd);
 }
 
+void read_from(int fd) {
+  if (inside) return;
+  Inside guard;
+  table().before_read(fd);
+}
+
 __attribute__((constructor(102))) void install() {
   pthread_atfork([] { table().before_fork(); }, [] { table().after_fork_in_parent(); },
                  [] { table().after_fork_in_child(); });
@@ -46,8 +53,10 @@ extern "C" {
 
 __attribute__((visibility("default"))) void* mmap(void* address, size_t length, int prot, int flags, int fd,
                                                   off_t offset) {
-  if (inside || fd < 0 || (flags & MAP_ANONYMOUS) != 0) return kernel().mmap(address, length, prot, flags, fd, offset);
+  if (inside) return kernel().mmap(address, length, prot, flags, fd, offset);
   Inside guard;
+  if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED) table().before_fixed(address, length);
+  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) return kernel().mmap(address, length, prot, flags, fd, offset);
   return table().mmap(address, length, prot, flags, fd, offset);
 }
 
@@ -92,6 +101,7 @@ __attribute__((visibility("default"))) void* mremap(void* address, size_t old_le
   if (!inside) {
     Inside guard;
     table().before_remap(address);
+    if ((flags & MREMAP_FIXED) != 0) table().before_fixed(new_address, new_length);
   }
   return kernel().mremap(address, old_length, new_length, flags, new_address);
 }
@@ -141,6 +151,68 @@ __attribute__((visibility("default"))) int ftruncate(int fd, off_t length) {
 }
 
 __attribute__((visibility("default"))) int ftruncate64(int fd, off_t length) { return ftruncate(fd, length); }
+
+__attribute__((visibility("default"))) ssize_t read(int fd, void* data, size_t n) {
+  read_from(fd);
+  return kernel().read(fd, data, n);
+}
+
+__attribute__((visibility("default"))) ssize_t pread(int fd, void* data, size_t n, off_t offset) {
+  read_from(fd);
+  return kernel().pread(fd, data, n, offset);
+}
+
+__attribute__((visibility("default"))) ssize_t pread64(int fd, void* data, size_t n, off_t offset) {
+  return pread(fd, data, n, offset);
+}
+
+__attribute__((visibility("default"))) ssize_t readv(int fd, const iovec* parts, int count) {
+  read_from(fd);
+  return kernel().readv(fd, parts, count);
+}
+
+__attribute__((visibility("default"))) ssize_t preadv(int fd, const iovec* parts, int count, off_t offset) {
+  read_from(fd);
+  return kernel().preadv(fd, parts, count, offset);
+}
+
+__attribute__((visibility("default"))) ssize_t preadv64(int fd, const iovec* parts, int count, off_t offset) {
+  return preadv(fd, parts, count, offset);
+}
+
+__attribute__((visibility("default"))) ssize_t preadv2(int fd, const iovec* parts, int count, off_t offset, int flags) {
+  read_from(fd);
+  return kernel().preadv2(fd, parts, count, offset, flags);
+}
+
+__attribute__((visibility("default"))) ssize_t preadv64v2(int fd, const iovec* parts, int count, off_t offset,
+                                                         int flags) {
+  return preadv2(fd, parts, count, offset, flags);
+}
+
+__attribute__((visibility("default"))) int fsync(int fd) {
+  int error = 0;
+  if (!inside) {
+    Inside guard;
+    error = table().before_sync(fd);
+  }
+  int result = kernel().fsync(fd);
+  if (error == 0) return result;
+  errno = error;
+  return -1;
+}
+
+__attribute__((visibility("default"))) int fdatasync(int fd) {
+  int error = 0;
+  if (!inside) {
+    Inside guard;
+    error = table().before_sync(fd);
+  }
+  int result = kernel().fdatasync(fd);
+  if (error == 0) return result;
+  errno = error;
+  return -1;
+}
 
 // The pager's statistics as JSON into `buffer`: its length, or -1 when nothing was served yet. A
 // program looks it up with dlsym(RTLD_DEFAULT, "autopager_preload_stats") to report them.

@@ -29,9 +29,18 @@ ssize_t sys_writev(int fd, const iovec* v, int c) { return syscall(SYS_writev, f
 ssize_t sys_pwritev(int fd, const iovec* v, int c, off_t o) { return syscall(SYS_pwritev, fd, v, c, o, 0); }
 ssize_t sys_pwritev2(int fd, const iovec* v, int c, off_t o, int f) { return syscall(SYS_pwritev2, fd, v, c, o, 0, f); }
 int sys_ftruncate(int fd, off_t n) { return static_cast<int>(syscall(SYS_ftruncate, fd, n)); }
+ssize_t sys_read(int fd, void* b, size_t n) { return syscall(SYS_read, fd, b, n); }
+ssize_t sys_pread(int fd, void* b, size_t n, off_t o) { return syscall(SYS_pread64, fd, b, n, o); }
+ssize_t sys_readv(int fd, const iovec* v, int c) { return syscall(SYS_readv, fd, v, c); }
+ssize_t sys_preadv(int fd, const iovec* v, int c, off_t o) { return syscall(SYS_preadv, fd, v, c, o, 0); }
+ssize_t sys_preadv2(int fd, const iovec* v, int c, off_t o, int f) { return syscall(SYS_preadv2, fd, v, c, o, 0, f); }
+int sys_fsync(int fd) { return static_cast<int>(syscall(SYS_fsync, fd)); }
+int sys_fdatasync(int fd) { return static_cast<int>(syscall(SYS_fdatasync, fd)); }
 
-KernelCalls system_calls{sys_mmap,  sys_munmap, sys_mprotect, sys_madvise, sys_msync,    sys_mremap,
-                         sys_write, sys_pwrite, sys_writev,   sys_pwritev, sys_pwritev2, sys_ftruncate};
+KernelCalls system_calls{sys_mmap,     sys_munmap,   sys_mprotect,  sys_madvise,   sys_msync,  sys_mremap,
+                         sys_write,    sys_pwrite,   sys_writev,    sys_pwritev,   sys_pwritev2, sys_ftruncate,
+                         sys_read,     sys_pread,    sys_readv,     sys_preadv,    sys_preadv2, sys_fsync,
+                         sys_fdatasync};
 KernelCalls next_calls = system_calls;
 bool resolved = false;
 
@@ -56,6 +65,13 @@ __attribute__((constructor(101))) void resolve_next_calls() {
   next(calls.pwritev, "pwritev");
   next(calls.pwritev2, "pwritev2");
   next(calls.ftruncate, "ftruncate");
+  next(calls.read, "read");
+  next(calls.pread, "pread");
+  next(calls.readv, "readv");
+  next(calls.preadv, "preadv");
+  next(calls.preadv2, "preadv2");
+  next(calls.fsync, "fsync");
+  next(calls.fdatasync, "fdatasync");
   next_calls = calls;
   __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
 }
@@ -79,4 +95,10 @@ ssize_t autopager_kernel_pwrite(int fd, const void* b, size_t n, off_t o) { retu
 ssize_t autopager_kernel_writev(int fd, const iovec* v, int c) { return kernel().writev(fd, v, c); }
 ssize_t autopager_kernel_pwritev(int fd, const iovec* v, int c, off_t o) { return kernel().pwritev(fd, v, c, o); }
 int autopager_kernel_ftruncate(int fd, off_t n) { return kernel().ftruncate(fd, n); }
+ssize_t autopager_kernel_read(int fd, void* b, size_t n) { return kernel().read(fd, b, n); }
+ssize_t autopager_kernel_pread(int fd, void* b, size_t n, off_t o) { return kernel().pread(fd, b, n, o); }
+ssize_t autopager_kernel_readv(int fd, const iovec* v, int c) { return kernel().readv(fd, v, c); }
+ssize_t autopager_kernel_preadv(int fd, const iovec* v, int c, off_t o) { return kernel().preadv(fd, v, c, o); }
+int autopager_kernel_fsync(int fd) { return kernel().fsync(fd); }
+int autopager_kernel_fdatasync(int fd) { return kernel().fdatasync(fd); }
 }

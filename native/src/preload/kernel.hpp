@@ -1,4 +1,4 @@
-// The kernel's own memory and write calls, past the preload: what a call the preload does not serve
+// The kernel's own memory, read, write and sync calls, past the preload: what a call the preload does not serve
 // goes to, and what the pager's own calls go to (its archive is linked with mmap, munmap, ... renamed
 // to autopager_kernel_*, see CMakeLists.txt), so nothing the pager does comes back into the preload.
 #pragma once
@@ -22,6 +22,13 @@ struct KernelCalls {
   ssize_t (*pwritev)(int, const iovec*, int, off_t);
   ssize_t (*pwritev2)(int, const iovec*, int, off_t, int);
   int (*ftruncate)(int, off_t);
+  ssize_t (*read)(int, void*, size_t);
+  ssize_t (*pread)(int, void*, size_t, off_t);
+  ssize_t (*readv)(int, const iovec*, int);
+  ssize_t (*preadv)(int, const iovec*, int, off_t);
+  ssize_t (*preadv2)(int, const iovec*, int, off_t, int);
+  int (*fsync)(int);
+  int (*fdatasync)(int);
 };
 
 // The next definitions after the preload's (the C library's), looked up once; before that (a call

@@ -121,9 +121,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   if (!settings_.path_wanted(path)) return kernel_mmap();
   // Writes through a mapping past the end of the file would extend it (the kernel: SIGBUS); and one
   // writable mapping of a file beside another would not see the other's pages (the kernel's share them).
-  std::vector<Served*> same_file;
-  for (auto& entry : served_)
-    if (entry.second.device == id.first && entry.second.inode == id.second) same_file.push_back(&entry.second);
+  std::vector<Served*> same_file = of_file_locked(file);
   const bool conflict = !same_file.empty() && ((shared && writes) ||
       std::any_of(same_file.begin(), same_file.end(), [](const Served* s) { return s->writes_file(); }));
   if (conflict || (shared && writes && past_end)) {
@@ -162,6 +160,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
                 own, id.first, id.second, offset, prot, shared, std::move(path)};
   served_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(served));
   count_.fetch_add(1);
+  if (shared && writes) writable_count_.fetch_add(1);
   ++served_total_;
   return base;
 }
@@ -185,8 +184,16 @@ bool ServedMappings::map_over_with_kernel(const Served& served) const {
 
 void ServedMappings::forget_locked(const Served& served) {
   close(served.fd);
-  served_.erase(reinterpret_cast<std::uintptr_t>(served.base));
+  if (served.writes_file()) writable_count_.fetch_sub(1);
   count_.fetch_sub(1);
+  served_.erase(reinterpret_cast<std::uintptr_t>(served.base));
+}
+
+std::vector<ServedMappings::Served*> ServedMappings::of_file_locked(const struct stat& file) {
+  std::vector<Served*> found;
+  for (auto& entry : served_)
+    if (entry.second.device == file.st_dev && entry.second.inode == file.st_ino) found.push_back(&entry.second);
+  return found;
 }
 
 void ServedMappings::hand_over_locked(Served& served, const char* why) {
@@ -296,15 +303,40 @@ void ServedMappings::before_remap(void* address) {
   for (Served* served : overlapping_locked(at, at + 1)) hand_over_locked(*served, "it is remapped");
 }
 
-void ServedMappings::before_write(int fd) {
-  if (count_.load() == 0) return;
-  struct stat file {};
-  if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return;
+void ServedMappings::before_fixed(void* address, size_t length) {
+  char *begin, *end;
+  if (!may_concern_served(address, length, begin, end)) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<Served*> same_file;
-  for (auto& entry : served_)
-    if (entry.second.device == file.st_dev && entry.second.inode == file.st_ino) same_file.push_back(&entry.second);
-  for (Served* served : same_file) hand_over_locked(*served, "its file is written with write()");
+  for (Served* served : overlapping_locked(begin, end)) hand_over_locked(*served, "a mapping with MAP_FIXED replaces it");
+}
+
+void ServedMappings::before_write(int fd) {
+  struct stat file {};
+  if (count_.load() == 0 || fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Served* served : of_file_locked(file)) hand_over_locked(*served, "its file is written with write()");
+}
+
+void ServedMappings::before_read(int fd) {
+  struct stat file {};
+  if (writable_count_.load() == 0 || fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Served* served : of_file_locked(file))
+    if (served->writes_file()) hand_over_locked(*served, "its file is read with read() while written through the map");
+}
+
+int ServedMappings::before_sync(int fd) {
+  struct stat file {};
+  if (writable_count_.load() == 0 || fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  int error = 0;
+  for (Served* served : of_file_locked(file)) {
+    if (!served->writes_file() || pager_.load()->flush(served->base) == 0) continue;
+    if (error == 0) error = errno;
+    std::fprintf(stderr, "autopager preload: writing back %s at fsync failed: %s\n", served->path.c_str(),
+                 std::strerror(errno));
+  }
+  return error;
 }
 
 void ServedMappings::before_fork() {
@@ -331,6 +363,7 @@ void ServedMappings::after_fork_in_child() {
   }
   served_.clear();
   count_.store(0);
+  writable_count_.store(0);
   disabled_ = true;
   mutex_.unlock();
 }

@@ -6,6 +6,7 @@
 // over the same addresses at once, so the program sees the same bytes at the same place.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -35,8 +36,17 @@ class ServedMappings {
   int madvise(void* address, size_t length, int advice);
   // Before the kernel moves or resizes a mapping at `address`.
   void before_remap(void* address);
+  // Before a mapping with MAP_FIXED (or a move) onto [address, address + length): served mappings there
+  // go to the kernel, whose mapping the new one then replaces.
+  void before_fixed(void* address, size_t length);
   // Before a write() or truncation of `fd`'s file: its served mappings go to the kernel.
   void before_write(int fd);
+  // Before a read() of `fd`'s file: its served writable mappings go to the kernel, so that the read
+  // sees what was written through them.
+  void before_read(int fd);
+  // Before fsync() or fdatasync() of `fd`'s file: its served writable mappings are written back.
+  // Returns 0, or the errno of a failed write-back.
+  int before_sync(int fd);
 
   // pthread_atfork: before fork every write reaches the files; the child maps them with the kernel.
   void before_fork();
@@ -72,11 +82,14 @@ class ServedMappings {
   bool map_over_with_kernel(const Served& served) const;
   void hand_over_locked(Served& served, const char* why);
   void forget_locked(const Served& served);
+  // The served mappings of `fd`'s file, or none (not a regular file, or nothing served).
+  std::vector<Served*> of_file_locked(const struct stat& file);
 
   mutable std::mutex mutex_;
   std::map<std::uintptr_t, Served> served_;
   std::set<FileId> kernel_files_;    // left to the kernel for the rest of the process
   std::atomic<std::size_t> count_{0};
+  std::atomic<std::size_t> writable_count_{0};  // of them MAP_SHARED with PROT_WRITE
   std::atomic<Pager*> pager_{nullptr};
   bool disabled_ = false;            // settings or pager refused, or a forked child
   bool settings_read_ = false;
