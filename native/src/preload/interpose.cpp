@@ -1,7 +1,6 @@
 // The preloaded definitions of the C library's memory, read, write and sync calls. Each goes to the kernel unless
 // it concerns a served file mapping (served.hpp). A thread already inside the preload (the pager's
 // start-up, a library the preload calls) goes straight to the kernel.
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 
@@ -41,11 +40,7 @@ void read_from(int fd) {
   table().before_read(fd);
 }
 
-__attribute__((constructor(102))) void install() {
-  pthread_atfork([] { table().before_fork(); }, [] { table().after_fork_in_parent(); },
-                 [] { table().after_fork_in_child(); });
-  std::atexit([] { table().print_summary(); });
-}
+__attribute__((constructor(102))) void install() { std::atexit([] { table().print_summary(); }); }
 
 }  // namespace
 

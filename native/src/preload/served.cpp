@@ -1,6 +1,7 @@
 #include "served.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -76,6 +77,10 @@ Pager* ServedMappings::pager_locked() {
   try {
     Pager* pager = new Pager(Config::from_environment());  // lives until the process ends
     pager_.store(pager);
+    // Registered after the pager's own handlers, so that before fork this one runs first (the pager
+    // still whole) and in the child last (after the pager has dealt with its copy).
+    pthread_atfork([] { instance().before_fork(); }, [] { instance().after_fork_in_parent(); },
+                   [] { instance().after_fork_in_child(); });
     return pager;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "autopager preload: the pager cannot start (%s); every mapping is left to the kernel\n",

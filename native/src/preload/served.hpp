@@ -48,7 +48,8 @@ class ServedMappings {
   // Returns 0, or the errno of a failed write-back.
   int before_sync(int fd);
 
-  // pthread_atfork: before fork every write reaches the files; the child maps them with the kernel.
+  // pthread_atfork, once a pager exists: before fork every write reaches the files; the child maps
+  // them with the kernel.
   void before_fork();
   void after_fork_in_parent();
   void after_fork_in_child();
