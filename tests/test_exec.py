@@ -269,6 +269,22 @@ def test_a_forked_child_sees_the_mapping_as_it_was(tmp_path):
     assert_served(served, mappings=1, handed_over=0)
 
 
+def test_writes_through_the_map_survive_os_exit(tmp_path):
+    script = """
+        import mmap, os
+        f = open("data.bin", "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        m[1000:1010] = b"e" * 10
+        m[len(m) - 10:] = b"z" * 10
+        os._exit(0)                                # no flush, no close: the kernel's page cache keeps them
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=6))
+    run_python(script, kernel.parent, transparent=False)
+    run_python(script, preload.parent, transparent=True)
+    assert preload.read_bytes() == kernel.read_bytes()
+    assert b"e" * 10 in preload.read_bytes()
+
+
 EXEC_SCRIPT = """
     import hashlib, mmap, subprocess, sys
     with open("data.bin", "rb") as f:

@@ -1,4 +1,4 @@
-// The preloaded definitions of the C library's memory, read, write and sync calls. Each goes to the kernel unless
+// The preloaded definitions of the C library's memory, read, write and sync calls, and _exit. Each goes to the kernel unless
 // it concerns a served file mapping (served.hpp). A thread already inside the preload (the pager's
 // start-up, a library the preload calls) goes straight to the kernel.
 #include <sys/mman.h>
@@ -208,6 +208,17 @@ __attribute__((visibility("default"))) int fdatasync(int fd) {
   errno = error;
   return -1;
 }
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  if (!inside) {
+    Inside guard;
+    table().before_exit();
+  }
+  kernel().exit(status);
+  __builtin_unreachable();
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(status); }
 
 // The pager's statistics as JSON into `buffer`: its length, or -1 when nothing was served yet. A
 // program looks it up with dlsym(RTLD_DEFAULT, "autopager_preload_stats") to report them.

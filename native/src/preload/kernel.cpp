@@ -36,11 +36,12 @@ ssize_t sys_preadv(int fd, const iovec* v, int c, off_t o) { return syscall(SYS_
 ssize_t sys_preadv2(int fd, const iovec* v, int c, off_t o, int f) { return syscall(SYS_preadv2, fd, v, c, o, 0, f); }
 int sys_fsync(int fd) { return static_cast<int>(syscall(SYS_fsync, fd)); }
 int sys_fdatasync(int fd) { return static_cast<int>(syscall(SYS_fdatasync, fd)); }
+void sys_exit(int status) { syscall(SYS_exit_group, status); }
 
 KernelCalls system_calls{sys_mmap,     sys_munmap,   sys_mprotect,  sys_madvise,   sys_msync,  sys_mremap,
                          sys_write,    sys_pwrite,   sys_writev,    sys_pwritev,   sys_pwritev2, sys_ftruncate,
                          sys_read,     sys_pread,    sys_readv,     sys_preadv,    sys_preadv2, sys_fsync,
-                         sys_fdatasync};
+                         sys_fdatasync, sys_exit};
 KernelCalls next_calls = system_calls;
 bool resolved = false;
 
@@ -72,6 +73,7 @@ __attribute__((constructor(101))) void resolve_next_calls() {
   next(calls.preadv2, "preadv2");
   next(calls.fsync, "fsync");
   next(calls.fdatasync, "fdatasync");
+  next(calls.exit, "_exit");
   next_calls = calls;
   __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
 }

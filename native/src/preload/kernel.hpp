@@ -29,6 +29,7 @@ struct KernelCalls {
   ssize_t (*preadv2)(int, const iovec*, int, off_t, int);
   int (*fsync)(int);
   int (*fdatasync)(int);
+  void (*exit)(int);  // _exit
 };
 
 // The next definitions after the preload's (the C library's), looked up once; before that (a call

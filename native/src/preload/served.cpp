@@ -344,14 +344,24 @@ int ServedMappings::before_sync(int fd) {
   return error;
 }
 
-void ServedMappings::before_fork() {
-  mutex_.lock();
+void ServedMappings::flush_locked(const char* when) {
   for (auto& entry : served_) {
     Served& served = entry.second;
     if (served.writes_file() && pager_.load()->flush(served.base) != 0)
-      std::fprintf(stderr, "autopager preload: writing back %s before fork failed: %s\n", served.path.c_str(),
+      std::fprintf(stderr, "autopager preload: writing back %s %s failed: %s\n", served.path.c_str(), when,
                    std::strerror(errno));
   }
+}
+
+void ServedMappings::before_exit() {
+  if (writable_count_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_locked("at _exit");
+}
+
+void ServedMappings::before_fork() {
+  mutex_.lock();
+  flush_locked("before fork");
 }
 
 void ServedMappings::after_fork_in_parent() { mutex_.unlock(); }

@@ -48,6 +48,8 @@ class ServedMappings {
   // Returns 0, or the errno of a failed write-back.
   int before_sync(int fd);
 
+  // Before _exit: every write through a served mapping reaches its file, as with the kernel's page cache.
+  void before_exit();
   // pthread_atfork, once a pager exists: before fork every write reaches the files; the child maps
   // them with the kernel.
   void before_fork();
@@ -83,6 +85,8 @@ class ServedMappings {
   bool map_over_with_kernel(const Served& served) const;
   void hand_over_locked(Served& served, const char* why);
   void forget_locked(const Served& served);
+  // Writes back every writable served mapping; `when` names the moment in messages.
+  void flush_locked(const char* when);
   // The served mappings of `fd`'s file, or none (not a regular file, or nothing served).
   std::vector<Served*> of_file_locked(const struct stat& file);
 
