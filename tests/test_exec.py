@@ -285,6 +285,42 @@ def test_writes_through_the_map_survive_os_exit(tmp_path):
     assert b"e" * 10 in preload.read_bytes()
 
 
+PRIVATE_SCRIPT = """
+    import hashlib, mmap, os
+    import numpy as np
+    c = np.memmap("data.bin", dtype=np.int64, mode="c")      # MAP_PRIVATE, PROT_READ | PROT_WRITE
+    c[::501] = -7                                             # more than the buffer: written pages are evicted
+    print("private", int(c.sum()), hashlib.sha256(c.tobytes()).hexdigest())
+    r, w = os.pipe()
+    pid = os.fork()                                           # the child gets the private view as it was
+    if pid == 0:
+        c[1] = 11
+        os.write(w, b"%d" % int(c.sum()))
+        os._exit(0)
+    os.close(w)
+    child = int(os.read(r, 100))
+    os.waitpid(pid, 0)
+    print("child", child, "parent", int(c.sum()), int(c[1]))
+    f = open("other.bin", "rb")
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    m[0:5] = b"hello"
+    m.madvise(mmap.MADV_DONTNEED)                             # drops the private writes
+    print("dropped", m[0:5] != b"hello", hashlib.sha256(m[:]).hexdigest())
+"""
+
+
+def test_private_writable_mappings_keep_their_writes_private(tmp_path):
+    files = [twin_files(tmp_path, name, numbers(4, seed=seed)) for seed, name in enumerate(("data.bin", "other.bin"))]
+    expected = run_python(PRIVATE_SCRIPT, tmp_path / "kernel", transparent=False)
+    served = run_python(PRIVATE_SCRIPT, tmp_path / "preload", transparent=True)
+    assert served.stdout == expected.stdout
+    for kernel, preload in files:
+        assert preload.read_bytes() == kernel.read_bytes() == numbers(4, seed=files.index((kernel, preload)))
+    # fork hands the numpy array's mapping to the kernel, MADV_DONTNEED the other's
+    stats = assert_served(served, mappings=2, handed_over=2)
+    assert stats["write_backs"] > 0  # evicted private pages went to the scratch file
+
+
 EXEC_SCRIPT = """
     import hashlib, mmap, subprocess, sys
     with open("data.bin", "rb") as f:

@@ -34,8 +34,8 @@ bool print_stats_requested() {
 }
 
 // Advice that leaves a mapping's contents as they are: a served mapping takes it as a no-op
-// (MADV_WILLNEED as a prefetch). MADV_DONTNEED is one of them for a shared file mapping, and for a
-// private one never written (a served private mapping is read-only).
+// (MADV_WILLNEED as a prefetch). MADV_DONTNEED is one of them for a shared file mapping and a private
+// read-only one; a private writable one loses its writes to it.
 bool keeps_contents(int advice) {
   switch (advice) {
     case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL: case MADV_WILLNEED: case MADV_DONTNEED:
@@ -98,7 +98,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   const std::size_t page = system_page_size();
   if (fd < 0 || (type != MAP_SHARED && type != MAP_PRIVATE) ||
       (flags & ~(MAP_TYPE | MAP_NORESERVE | MAP_POPULATE)) != 0 || (prot != PROT_READ && prot != (PROT_READ | PROT_WRITE)) ||
-      (!shared && writes) || length == 0 || offset < 0 || static_cast<std::size_t>(offset) % page != 0)
+      length == 0 || offset < 0 || static_cast<std::size_t>(offset) % page != 0)
     return kernel_mmap();
   struct stat file {};
   if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return kernel_mmap();
@@ -124,12 +124,13 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   if (kernel_files_.count(id) != 0) return kernel_mmap();
   std::string path = path_of(fd);
   if (!settings_.path_wanted(path)) return kernel_mmap();
-  // Writes through a mapping past the end of the file would extend it (the kernel: SIGBUS); and one
-  // writable mapping of a file beside another would not see the other's pages (the kernel's share them).
+  // Writes through a mapping past the end of the file would extend it or be lost (the kernel: SIGBUS);
+  // and one writable mapping of a file beside another would not see the other's pages (the kernel's
+  // share them).
   std::vector<Served*> same_file = of_file_locked(file);
   const bool conflict = !same_file.empty() && ((shared && writes) ||
       std::any_of(same_file.begin(), same_file.end(), [](const Served* s) { return s->writes_file(); }));
-  if (conflict || (shared && writes && past_end)) {
+  if (conflict || (writes && past_end)) {
     for (Served* other : same_file) hand_over_locked(*other, "it is mapped again, and written through a mapping");
     kernel_files_.insert(id);
     return kernel_mmap();
@@ -144,6 +145,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
     return kernel_mmap();
   }
   void* base = nullptr;
+  std::shared_ptr<python::CopyOnWriteStore> private_writes;
   try {
     FileStoreOptions options;
     options.writable = shared && writes;
@@ -155,6 +157,11 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
       close(for_store);
       throw;
     }
+    if (!shared && writes) {
+      const char* scratch = std::getenv("TMPDIR");
+      private_writes = std::make_shared<python::CopyOnWriteStore>(std::move(store), scratch && *scratch ? scratch : "/tmp");
+      store = private_writes;
+    }
     base = pager->map(std::move(store), length, prot);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "autopager preload: cannot serve %s (%s); left to the kernel\n", path.c_str(), e.what());
@@ -162,7 +169,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
     return kernel_mmap();
   }
   Served served{static_cast<char*>(base), length, round_up(length, page), round_up(length, pager->config().page_size),
-                own, id.first, id.second, offset, prot, shared, std::move(path)};
+                own, id.first, id.second, offset, prot, shared, std::move(path), std::move(private_writes)};
   served_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(served));
   count_.fetch_add(1);
   if (shared && writes) writable_count_.fetch_add(1);
@@ -180,8 +187,27 @@ std::vector<ServedMappings::Served*> ServedMappings::overlapping_locked(const ch
 }
 
 bool ServedMappings::map_over_with_kernel(const Served& served) const {
-  void* at = kernel().mmap(served.base, served.span, served.prot, (served.shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED,
-                           served.fd, served.offset);
+  void* at;
+  if (served.private_writes) {
+    // The file mapped privately elsewhere, the pages written copied into it, then moved over the
+    // range at once: no thread sees the file's bytes where it wrote its own.
+    void* copy = kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE, served.fd, served.offset);
+    if (copy == MAP_FAILED) return false;
+    for (const auto& [begin, end] : served.private_writes->written_ranges()) {
+      const std::uint64_t stop = std::min<std::uint64_t>(end, served.span);
+      if (begin < stop &&
+          served.private_writes->read(static_cast<char*>(copy) + begin, stop - begin, begin) < 0) {
+        kernel().munmap(copy, served.span);
+        return false;
+      }
+    }
+    if (served.prot != (PROT_READ | PROT_WRITE)) kernel().mprotect(copy, served.span, served.prot);
+    at = kernel().mremap(copy, served.span, served.span, MREMAP_MAYMOVE | MREMAP_FIXED, served.base);
+    if (at == MAP_FAILED) kernel().munmap(copy, served.span);
+  } else {
+    at = kernel().mmap(served.base, served.span, served.prot, (served.shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED,
+                       served.fd, served.offset);
+  }
   if (at == MAP_FAILED) return false;
   if (served.mapped > served.span) kernel().munmap(served.base + served.span, served.mapped - served.span);
   return true;
@@ -284,7 +310,8 @@ int ServedMappings::madvise(void* address, size_t length, int advice) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<char*, char*>> kept;
   for (Served* served : overlapping_locked(begin, end)) {
-    if (!keeps_contents(advice)) {
+    // MADV_DONTNEED drops a private mapping's own writes.
+    if (!keeps_contents(advice) || (advice == MADV_DONTNEED && served->private_writes)) {
       hand_over_locked(*served, "advice that changes its contents");
       continue;
     }
@@ -359,8 +386,14 @@ void ServedMappings::before_exit() {
   flush_locked("at _exit");
 }
 
+// A private writable mapping goes to the kernel before fork, so that the child gets a copy of it as it
+// is, as the kernel's fork gives.
 void ServedMappings::before_fork() {
   mutex_.lock();
+  std::vector<Served*> private_writable;
+  for (auto& entry : served_)
+    if (entry.second.private_writes) private_writable.push_back(&entry.second);
+  for (Served* served : private_writable) hand_over_locked(*served, "the process forks");
   flush_locked("before fork");
 }
 

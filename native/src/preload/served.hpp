@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autopager/pager.hpp"
+#include "copy_on_write_store.hpp"
 #include "settings.hpp"
 
 namespace autopager::preload {
@@ -73,6 +74,8 @@ class ServedMappings {
     int prot;
     bool shared;
     std::string path;
+    // A MAP_PRIVATE writable mapping's store: the file, and the pages written, in a scratch file.
+    std::shared_ptr<python::CopyOnWriteStore> private_writes;
     bool writes_file() const;
   };
   using FileId = std::pair<dev_t, ino_t>;
