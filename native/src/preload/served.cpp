@@ -105,7 +105,9 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   const int access = fcntl(fd, F_GETFL) & O_ACCMODE;
   if (access == O_WRONLY || (shared && writes && access != O_RDWR)) return kernel_mmap();  // the kernel refuses it
   const std::uint64_t end = static_cast<std::uint64_t>(offset) + length;
-  const bool past_end = end > round_up(static_cast<std::uint64_t>(file.st_size), page);
+  // The copy-on-write store of a private writable mapping holds the file's bytes only, to the byte.
+  const bool past_end = end > (shared ? round_up(static_cast<std::uint64_t>(file.st_size), page)
+                                      : static_cast<std::uint64_t>(file.st_size));
 
   std::lock_guard<std::mutex> lock(mutex_);
   if (disabled_) return kernel_mmap();
