@@ -534,10 +534,13 @@ def test_a_transparent_workload_runs_through_the_preload(tmp_path, lmdb_data):
 
 
 def test_autopager_run_on_an_lmdb_workload(tmp_path, lmdb_data):
+    from omegaconf import OmegaConf
     for name in ("lmdb_readseq", "lmdb_readrandom", "lmdb_readreverse"):
-        assert Workload.from_config(
-            {**__import__("yaml").safe_load((REPO / "configs" / "workload" / f"{name}.yaml").read_text())},
-            str(lmdb_data)).transparent
+        config = OmegaConf.load(REPO / "configs" / "workload" / f"{name}.yaml")
+        workload = Workload.from_config(OmegaConf.to_container(config, resolve=True), str(lmdb_data))
+        assert workload.transparent and workload.argv()[0] == "env"
+        kernel = workload.kernel_mmap()  # baseline.mmap: the same program, without the preload
+        assert not kernel.transparent and kernel.argv() == workload.argv()[2:]
     env = {**environment(), "AUTOPAGER_DATA_DIR": str(lmdb_data), "AUTOPAGER_PROFILE_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-m", "autopager.cli", "run", "workload=lmdb_readrandom",
                            "workload.size=6", "workload.buffer_size=1MiB", "runner.page_cache=keep"],
