@@ -200,5 +200,6 @@ void* Pager::region_base(const void* address, std::size_t* length) const {
 }
 
 const char* version() { return AUTOPAGER_VERSION; }
+const char* read_path() { return AUTOPAGER_READ_PATH; }
 
 }  // namespace autopager

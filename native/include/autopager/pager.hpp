@@ -61,5 +61,7 @@ class Pager {
 Pager& default_pager();
 
 const char* version();
+// How the fillers read: "io_uring" (asynchronous) or "synchronous" (built with AUTOPAGER_SYNC_READS).
+const char* read_path();
 
 }  // namespace autopager
