@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import platform
 import os
 import random
 import re
@@ -36,7 +37,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autopager.machine import describe_machine, device_read_ahead  # noqa: E402
+from autopager.machine import cpu_model, memory_bytes, storage  # noqa: E402
 from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
 from autopager.params import format_size, parse_size  # noqa: E402
@@ -164,9 +165,12 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
         failed = [r["error"] for r in mine if "error" in r]
         wall = median(mine, "wall")
         shown = "; ".join(f"{r['wall']:.1f}" for r in mine if "wall" in r)
-        rows.append(f"| {variant.label} | {'-' if wall is None else f'{wall:.1f}'} | {shown}"
-                    f"{' (' + failed[0] + ')' if failed else ''} | {median(mine, 'phase') or '-'} | "
-                    f"{', '.join(f'{r['load']:.2f}' for r in mine)} |")
+        wall_text = "-" if wall is None else f"{wall:.1f}"
+        phase = median(mine, "phase")
+        phase_text = "-" if phase is None else f"{phase:.1f}"
+        failure = f" ({failed[0]})" if failed else ""
+        loads = ", ".join(f"{r['load']:.2f}" for r in mine)
+        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {loads} |")
     checks = {r["check"] for r in runs if "check" in r}
     rows.append(f"\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
     return "\n".join(rows)
@@ -233,9 +237,10 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
                             f"`{' '.join(program.command(Variant('ours', None), 4096))}`\n\n"
                             + table(program, variants, runs))
-    report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n{describe_machine(Path(args.data_dir))}\n"
-              f"Disk read-ahead (the kernel's mmap reads around a fault by up to this): "
-              f"{device_read_ahead(Path(args.data_dir))}. {args.threads} application threads; "
+    report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
+              f"Machine: {cpu_model()}, {os.cpu_count()} hardware threads, {format_size(memory_bytes())} of memory, "
+              f"Linux {platform.release()}; the data on {storage(Path(args.data_dir))} (the kernel's mmap reads "
+              f"around a fault by up to its read-ahead). {args.threads} application threads; "
               f"{args.rounds} interleaved rounds; the kernel's mmap in a memory cgroup of the buffer + "
               f"{args.mmap_headroom}.\n\nCommand: `python3 experiments/bench_llnl.py "
               f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n" + "\n\n".join(sections) + "\n")
