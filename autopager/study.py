@@ -1,11 +1,12 @@
 """A study: the defaults' run, then the trials a strategy asks for, each appended to the study's table.
 
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
-configuration, and ``trials.csv``, one row a trial: its parameters, status, metric (the median of the
-repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr, when it was asked for,
-how long the strategy took to propose it and what proposed it. The table is rewritten after every trial, so a
-study killed at any moment loses at most the trial in flight; running it again (same workload, space,
-strategy and study name) gives the finished trials back to the strategy and goes on.
+configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.table), one row a trial: its
+parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error and the
+tail of stderr, when it was asked for, how long the strategy took to propose it and what proposed it. The table is
+rewritten after every trial, so a study killed at any moment loses at most the trial in flight; running it again
+(same workload, space, strategy and study name) gives the finished trials back to the strategy and goes on.
+SIGTERM ends the study as Ctrl-C does: the trial in flight is killed, the finished ones are kept.
 
 A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
 its points to one point of the sampled space): that trial is not run again; its recorded result is given
@@ -17,91 +18,62 @@ keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.s
 """
 from __future__ import annotations
 
-import dataclasses
-import datetime
+import contextlib
 import math
-import os
+import signal
+import statistics
+import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from autopager.confirmation import Confirmation, Verdict
 from autopager.errors import ConfigError, StudyError
-from autopager.kernel_mmap import MMAP, mmap_runner
-from autopager.params import PARAMETERS, format_size
-from autopager.profiles import save_profile, this_machine
-from autopager.progress import Progress, format_value, speedup
-from autopager.runner import Measurement, Runner
+from autopager.kernel_mmap import mmap_runner
+from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, relative_noise, run_seconds, runs_of,
+                                 trial_row)
+from autopager.machine import this_machine
+from autopager.profiles import save_profile, write_profile
+from autopager.progress import Progress, format_value
+from autopager.runner import RESULT, Measurement, Runner
+from autopager.settings import StudySettings
+from autopager.params import format_size
 from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
+from autopager.strategies.base import Strategy
+from autopager.studylock import StudyLock
+from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
 from autopager.workloads import Workload
 
-COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
-           "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from"]
-INTEGER_COLUMNS = ["trial", "exit_code", "reused_from", *PARAMETERS]
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
+MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
 
 
-def row_params(row: Mapping[str, Any]) -> Params:
-    return {name: row[name] for name in PARAMETERS if row.get(name) is not None}
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the study runs, so the trial in flight is killed as with Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
-def outcome(row: Mapping[str, Any]) -> float | None:
-    """What a strategy is told of a trial: its metric, or None if it failed."""
-    return row["value"] if row["status"] == "ok" else None
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def identity(config: Mapping[str, Any], key: str) -> Any:
     """A setting that a resumed study must share; baseline.mmap may be turned on later."""
     value = config.get(key)
     return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclasses.dataclass(frozen=True)
-class Proposal:
-    """When a trial was asked for (wall clock and perf_counter), how long the strategy took, and what proposed it."""
-    started: str
-    begin: float
-    ask_seconds: float = 0.0
-    proposed_by: str | None = None
-
-    @classmethod
-    def starting(cls) -> "Proposal":
-        return cls(now(), time.perf_counter())
-
-
-class StudyTable:
-    """The trials of a study, kept in a CSV file rewritten (atomically) after each trial."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.rows: list[dict[str, Any]] = self._read() if path.is_file() else []
-
-    def _read(self) -> list[dict[str, Any]]:
-        frame = pd.read_csv(self.path, dtype={"kind": str, "status": str, "error": str, "stderr_tail": str,
-                                               "repeats": str, "started": str, "proposed_by": str})
-        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-        for row in rows:
-            for column in INTEGER_COLUMNS:
-                if row.get(column) is not None:
-                    row[column] = int(row[column])
-        return rows
-
-    def append(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        temporary = self.path.with_suffix(".tmp")
-        frame = pd.DataFrame(self.rows, columns=COLUMNS)
-        frame[INTEGER_COLUMNS] = frame[INTEGER_COLUMNS].astype("Int64")  # not 1.0 beside empty cells
-        frame.to_csv(temporary, index=False)
-        os.replace(temporary, self.path)
 
 
 def default_name(strategy: str, space: str, size: Any) -> str:
@@ -111,7 +83,9 @@ def default_name(strategy: str, space: str, size: Any) -> str:
 
 class Study:
     def __init__(self, config: DictConfig, space_name: str = "default"):
+        """Check everything the study needs (settings, space, workload) without running or writing anything."""
         self.config = config
+        self.settings = StudySettings.from_config(config)
         self.workload = Workload.from_config(config.workload, config.data_dir)
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
@@ -123,7 +97,8 @@ class Study:
         self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
         self._check_resumable()
         self.workload.check()
-        self.table = StudyTable(self.directory / TABLE)
+        self.lock = StudyLock(self.directory)
+        self.table: StudyTable  # read under the lock when the study begins
         self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions)
 
     def _check_resumable(self) -> None:
@@ -143,99 +118,109 @@ class Study:
     # --- measuring -------------------------------------------------------------------------------------
 
     def timeout(self, default: Mapping[str, Any] | None) -> float:
-        runner = self.config.runner
+        runner = self.settings.runner
         if runner.timeout is not None:
-            return float(runner.timeout)
+            return runner.timeout
         if self.workload.timeout is not None:
             return float(self.workload.timeout)
         if default is None:
-            return float(runner.first_timeout)
-        per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
-        return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
+            return runner.first_timeout
+        return max(runner.timeout_floor, runner.timeout_factor * run_seconds(default))
 
-    def measure(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None,
-                runner: Runner | None = None) -> dict[str, Any]:
-        """Run a trial and append it to the table; ``seconds`` counts from when it was asked for."""
-        proposal = proposal or Proposal.starting()
+    def cap_seconds(self, reference: Mapping[str, Any] | None) -> float | None:
+        """Where a run stops as capped: runner.cap x a run of ``reference`` (the incumbent), at least cap_floor."""
+        runner = self.settings.runner
+        if runner.cap is None or reference is None:
+            return None
+        return max(runner.cap_floor, runner.cap * run_seconds(reference))
+
+    def run_trial(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
+                  confirms: int | None = None, runner: Runner | None = None) -> dict[str, Any]:
+        """Measure a parameter set and append its row to the table."""
         if self.space.feasible(params):
-            result = (runner or self.runner).measure(params, timeout)
+            result = (runner or self.runner).measure(params, timeout, cap)
         else:
             result = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
-        row = {
-            "trial": len(self.table.rows), "kind": kind, "status": "ok" if result.ok else "failed",
-            "value": result.value, **{name: params.get(name) for name in PARAMETERS},
-            "repeats": ";".join(f"{v:.6g}" for v in result.values), "wall_seconds": result.wall_seconds,
-            "seconds": time.perf_counter() - proposal.begin, "timeout": timeout, "exit_code": result.exit_code,
-            "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,
-            "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by, "reused_from": None,
-        }
+        limit = timeout if cap is None else min(timeout, cap)
+        row = trial_row(self.table.next_trial(), kind, params, result, limit, proposal, confirms)
         self.table.append(row)
         return row
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
-        return next((row for row in self.table.rows if row["kind"] not in ("reused", MMAP) and row_params(row) == params),
-                    None)
+        return next((row for row in self.table.rows if row["kind"] in MEASURED and row_params(row) == params), None)
 
     def reuse(self, earlier: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
         """A trial answered from an earlier one with the same parameters: recorded, not run."""
-        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": len(self.table.rows), "kind": "reused",
-               "repeats": None, "wall_seconds": 0.0, "seconds": time.perf_counter() - proposal.begin, "timeout": None,
-               "stderr_tail": None, "started": proposal.started, "ask_seconds": proposal.ask_seconds,
-               "proposed_by": proposal.proposed_by, "reused_from": earlier["trial"]}
+        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": self.table.next_trial(),
+               "kind": Kind.REUSED, "repeats": None, "wall_seconds": 0.0,
+               "seconds": time.perf_counter() - proposal.begin, "timeout": None, "stderr_tail": None,
+               "started": proposal.started, "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by,
+               "reused_from": earlier["trial"], "confirms": None}
         self.table.append(row)
         return row
 
-    # --- the study -------------------------------------------------------------------------------------
+    # --- what the table says -------------------------------------------------------------------------
 
-    def ok_rows(self, kind: str | None = None) -> list[dict[str, Any]]:
-        return [row for row in self.table.rows
-                if row["status"] == "ok" and (row["kind"] == kind if kind else row["kind"] != MMAP)]
+    def ok_rows(self, kind: Kind | None = None) -> list[dict[str, Any]]:
+        return [row for row in self.table.rows if row["status"] is Status.OK and kind in (None, row["kind"])]
 
-    def best(self) -> dict[str, Any] | None:
-        rows = self.ok_rows()
-        pick = min if self.workload.goal == "minimize" else max
-        return pick(rows, key=lambda row: row["value"]) if rows else None
+    def incumbent(self, other_than: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """The best trial measured so far (the defaults' runs included), confirmation runs aside."""
+        rows = [row for row in self.ok_rows() if row["kind"] in MEASURED and row is not other_than]
+        return self.workload.goal.best(rows, key=lambda row: row["value"]) if rows else None
+
+    def noise(self) -> float:
+        """Relative run-to-run noise: the spread of the defaults' runs, else noise.assumed."""
+        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
+        measured = relative_noise(runs)
+        return measured if measured is not None else self.settings.noise.assumed
+
+    def within_noise(self, row: Mapping[str, Any]) -> bool:
+        incumbent = self.incumbent(other_than=row)
+        if row["status"] is not Status.OK or incumbent is None:
+            return False
+        return abs(row["value"] - incumbent["value"]) <= NOISE_BAND * self.noise() * abs(incumbent["value"])
+
+    def told(self, row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+        """What a strategy is told of a trial: (value, standard error). Failed: (None, None). Capped: worse than the
+        incumbent by the cap, so that no strategy takes a capped point for a good one."""
+        if row["status"] is Status.OK:
+            runs = runs_of(row)
+            return mean_and_sem(runs) if len(runs) > 1 else (row["value"], None)
+        incumbent, cap = self.incumbent(), self.settings.runner.cap
+        if row["status"] is Status.CAPPED and incumbent is not None and cap is not None:
+            return self.workload.goal.worse_by(incumbent["value"], cap), None
+        return None, None  # failed, or capped with nothing to compare (Ax substitutes the worst value seen)
 
     def tuning_seconds(self) -> float:
         return sum(row["seconds"] or 0.0 for row in self.table.rows)
 
     def trial_limit(self, planned: int | None) -> int | None:
-        return self.config.budget.trials if self.config.budget.trials is not None else planned
+        return self.settings.trials if self.settings.trials is not None else planned
+
+    # --- the study -------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        """Measure the defaults (unless a resumed study has), then the strategy's trials; the summary."""
-        self.begin()
-        default = self.defaults()
-        kernel = self.kernel_mmap(default)
-        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
-                                 int(self.config.seed))
-        for row in self.table.rows:  # the defaults, and a resumed study's trials
-            if row["kind"] != MMAP:
-                strategy.tell(row_params(row), outcome(row), row.get("proposed_by"))
-        limit = self.trial_limit(strategy.planned_trials())
-        shown_limit = None if limit is None else limit + (kernel is not None)  # the last trial's number
-        while self.within_budget(limit):
-            proposal = Proposal.starting()
-            params = strategy.ask()
-            if params is None:
-                break
-            proposal = dataclasses.replace(proposal, ask_seconds=time.perf_counter() - proposal.begin,
-                                           proposed_by=strategy.proposed_by)
-            earlier = self.measured(params)
-            if earlier is None:
-                self.progress.running(len(self.table.rows), shown_limit, params)
-                row = self.measure(params, "search", self.timeout(default), proposal)
-            else:
-                row = self.reuse(earlier, proposal)
-            strategy.tell(params, outcome(row))
-            self.report(row, shown_limit)
-        strategy.save(self.directory)
-        return self.finish(default, kernel)
+        """The defaults (unless a resumed study has them), the strategy's trials, the confirmation; the summary."""
+        with terminate_as_interrupt():
+            self.begin()
+            try:
+                default = self.defaults()
+                kernel = self.kernel_mmap(default)
+                strategy = self.search(default)
+                strategy.save(self.directory)
+                verdict = self.confirm(default)
+                return self.finish(default, kernel, strategy, verdict)
+            finally:
+                self.lock.release()
 
     def begin(self) -> None:
-        """Create the study directory with the resolved configuration; prepare the workload."""
+        """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        self._check_resumable()
+        self.table = StudyTable(self.directory / TABLE)
         (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
         resumed = len(self.table.rows)
         state = f"resuming after {resumed} trials" if resumed else "new"
@@ -248,46 +233,124 @@ class Study:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
 
     def defaults(self) -> dict[str, Any]:
-        """The defaults' trial: measured now unless the study already has it. Its failure ends the study."""
-        done = self.ok_rows("default")
+        """The defaults' first trial: measured now unless the study already has it (in full, unless
+        runner.defaults_timeout bounds it: then it may be capped). Its failure ends the study."""
+        done = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED]
         if done:
+            if done[0]["measured_by"] == RESULT:
+                self.runner.require_result()
             return done[0]
-        self.progress.running(len(self.table.rows), None, self.baseline)
-        row = self.measure(self.baseline, "default", self.timeout(None))
+        self.progress.running(self.table.next_trial(), None, self.baseline)
+        row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
+                             self.settings.runner.defaults_timeout)
         self.report(row, None)
-        if row["status"] != "ok":
+        if row["measured_by"] == RESULT:
+            self.runner.require_result()
+        if row["status"] is Status.FAILED:
             raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
+        self.check_uses_pager(row)
         return row
+
+    def check_uses_pager(self, default: Mapping[str, Any]) -> None:
+        """A program that does not use the pager has nothing to tune: stop after the defaults, saying so."""
+        if (self.strategy_name == "default" or self.settings.trials == 0 or default["status"] is not Status.OK
+                or (default["faults"] or 0) > 0):
+            return  # nothing to tune, or a run stopped before it could print its statistics
+        seen = ("printed no pager statistics" if default["faults"] is None
+                else "took no page faults through the pager")
+        raise StudyError(f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the "
+                         f"pager, so its paging parameters cannot change its time; tuning would measure noise. "
+                         f"Run it on autopager (link libumap, or use autopager.memmap) and tune again")
 
     def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
         """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
         and the study goes on."""
         if self.mmap_runner is None:
             return None
-        done = [row for row in self.table.rows if row["kind"] == MMAP]
+        done = [row for row in self.table.rows if row["kind"] is Kind.MMAP]
         if done:
             return done[-1]
         limit = format_size(self.mmap_runner.memory_limit)
         self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
-        row = self.measure({}, MMAP, self.timeout(default), runner=self.mmap_runner)
-        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] == "ok"
+        row = self.run_trial({}, Kind.MMAP, Proposal.starting(), self.timeout(default), None, runner=self.mmap_runner)
+        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
                         else f"FAILED ({row['error']})")
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
         return row
 
-    def within_budget(self, limit: int | None) -> bool:
-        if limit is not None and sum(row["kind"] not in ("default", MMAP) for row in self.table.rows) >= limit:
+    def search(self, default: Mapping[str, Any]) -> Strategy:
+        """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends."""
+        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                 self.settings.seed)
+        for row in self.table.rows:  # the defaults, and a resumed study's trials
+            if row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default:
+                strategy.tell(row_params(row), *self.told(row), proposed_by=row.get("proposed_by"))
+        limit = self.trial_limit(strategy.planned_trials())
+        while self.within_budget(limit):
+            if self.defaults_due():
+                self.measure_defaults_again(default)
+            proposal = Proposal.starting()
+            params = strategy.ask()
+            if params is None:
+                break
+            proposal = Proposal(proposal.started, proposal.begin, time.perf_counter() - proposal.begin,
+                                strategy.proposed_by)
+            earlier = self.measured(params)
+            if earlier is None:
+                self.progress.running(self.table.next_trial(), limit, params)
+                row = self.search_trial(params, default, proposal)
+            else:
+                row = self.reuse(earlier, proposal)
+            strategy.tell(params, *self.told(row))
+            self.report(row, limit)
+        return strategy
+
+    def search_trial(self, params: Params, default: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
+        """A proposed trial, capped by the incumbent; measured again (up to noise.max_runs runs) while it is within
+        the noise of the incumbent, so that no single lucky run makes it the incumbent."""
+        timeout, cap = self.timeout(default), self.cap_seconds(self.incumbent() or default)
+        row = self.run_trial(params, Kind.SEARCH, proposal, timeout, cap)
+        while len(runs_of(row)) < self.settings.noise.max_runs and self.within_noise(row):
+            add_runs(row, self.runner.measure(params, timeout, cap, runs=1))
+            row["seconds"] = time.perf_counter() - proposal.begin
+            self.table.write()
+        return row
+
+    def defaults_due(self) -> bool:
+        """Whether to measure the defaults again now (noise.defaults_runs in all, every noise.defaults_every)."""
+        defaults = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT]
+        if len(defaults) >= self.settings.noise.defaults_runs:
             return False
-        minutes = self.config.budget.minutes
+        since = sum(row["kind"] is Kind.SEARCH and row["trial"] > defaults[-1]["trial"] for row in self.table.rows)
+        return since >= self.settings.noise.defaults_every
+
+    def measure_defaults_again(self, default: Mapping[str, Any]) -> None:
+        self.progress.running(self.table.next_trial(), None, self.baseline)
+        row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(default),
+                             self.settings.runner.defaults_timeout)
+        self.report(row, None)
+
+    def within_budget(self, limit: int | None) -> bool:
+        if limit is not None and sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows) >= limit:
+            return False
+        minutes = self.settings.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
-            self.progress.print(f"budget.minutes={minutes} reached")
+            self.progress.print(f"budget.minutes={minutes:g} reached")
             return False
         return True
 
+    def confirm(self, default: Mapping[str, Any]) -> Verdict | None:
+        """The defaults and the best few trials measured again in interleaved rounds (autopager.confirmation)."""
+        if self.settings.confirm.rounds == 0:
+            return None
+        return Confirmation(self, default).run()
+
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
-        best = self.best()
-        defaults = self.ok_rows("default")
-        self.progress.trial(row, limit, best and best["value"], defaults[0]["value"] if defaults else None)
+        best = self.incumbent()
+        default = next((row for row in self.ok_rows(Kind.DEFAULT)), None)
+        if limit is not None:  # trial numbers count the defaults' later runs and the kernel-mmap row too
+            limit += sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows) - 1
+        self.progress.trial(row, limit, best and best["value"], default["value"] if default else None)
 
     # --- the end ---------------------------------------------------------------------------------------
 
@@ -302,57 +365,118 @@ class Study:
                     or other.get("workload") != OmegaConf.to_container(self.config.workload, resolve=True)):
                 continue
             values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows
-                      if row["status"] == "ok" and row["kind"] != MMAP]
+                      if row["status"] is Status.OK and row["kind"] in MEASURED]
             if values:
-                found.append(((min if self.workload.goal == "minimize" else max)(values), config_path.parent))
+                found.append((self.workload.goal.best(values, key=float), config_path.parent))
         if not found:
             return None
-        return (min if self.workload.goal == "minimize" else max)(found, key=lambda item: item[0])
+        return self.workload.goal.best(found, key=lambda item: item[0])
 
-    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None) -> dict[str, Any]:
-        best = self.best()
+    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None, strategy: Strategy,
+               verdict: Verdict | None) -> dict[str, Any]:
+        best = self.incumbent()
         metric, goal = self.workload.metric, self.workload.goal
-        rows = [row for row in self.table.rows if row["kind"] != MMAP]
-        failed = sum(row["status"] != "ok" for row in rows)
-        reused = sum(row["kind"] == "reused" for row in rows)
-        gain = speedup(best["value"], default["value"], goal)
+        rows = [row for row in self.table.rows if row["kind"] is not Kind.MMAP]
+        failed = sum(row["status"] is Status.FAILED for row in rows)
+        capped = sum(row["status"] is Status.CAPPED and row["kind"] is Kind.SEARCH for row in rows)
+        reused = sum(row["kind"] is Kind.REUSED for row in rows)
+        reference = self.defaults_value(default)
+        gain = goal.speedup(best["value"], reference[0])
         lines = [("study", str(self.directory)),
-                 ("best", f"{format_value(best['value'], metric)} (trial {best['trial']})"),
+                 ("best measured", f"{format_value(best['value'], metric)} (trial {best['trial']}, "
+                                   f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
                  ("parameters", show_params(row_params(best))),
-                 ("speedup over defaults", f"{gain:.2f}x (defaults: {format_value(default['value'], metric)})")]
+                 ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
+                                           f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)})")]
+        modelled = strategy.modelled_best()
+        if modelled is not None:
+            params, mean, sem = modelled
+            error = f" +- {sem:.3g}" if sem is not None else ""
+            lines.append(("Ax's modelled best",
+                          f"{format_value(mean, metric)}{error} predicted: {show_params(params)}"))
         pagesize = self.pagesize_best()
         if pagesize:
-            lines.append(("speedup over page size", f"{speedup(best['value'], pagesize[0], goal):.2f}x "
+            lines.append(("speedup over page size", f"{goal.speedup(best['value'], pagesize[0]):.2f}x "
                                                     f"(page-size-only best: {format_value(pagesize[0], metric)})"))
         if kernel is not None:
-            lines.append(("speedup over kernel mmap", f"{speedup(best['value'], kernel['value'], goal):.2f}x "
+            lines.append(("speedup over kernel mmap", f"{goal.speedup(best['value'], kernel['value']):.2f}x "
                                                       f"(kernel mmap: {format_value(kernel['value'], metric)})"
-                          if kernel["status"] == "ok" else f"- (kernel mmap failed: {kernel['error']})"))
+                          if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
+        lines.append(("noise", f"+-{100 * self.noise():.1f}% a run (the defaults' "
+                               f"{sum(len(runs_of(r)) for r in self.ok_rows(Kind.DEFAULT))} runs)"))
+        if verdict is not None:
+            lines += self.confirmed_lines(verdict)
         answered = f", {reused} answered from an earlier trial" if reused else ""
-        lines += [("trials", f"{len(rows)} ({failed} failed{answered})"),
+        lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.tuning_seconds():.1f} s")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
                    "speedup": gain, "trials": len(rows),
-                   "failed": failed, "reused": reused, "tuning_seconds": self.tuning_seconds(), "profile": None}
+                   "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.tuning_seconds(),
+                   "profile": None, "verdict": verdict}
         if self.config.study.save_profile:
-            path, written = save_profile(self.profile_record(best, default, gain), Path(self.config.profile_dir).expanduser())
-            summary["profile"] = path
-            lines.append(("profile", f"{'saved' if written else 'kept (it is better)'}: {path}"))
+            lines.append(("profile", self.save(best, default, gain, verdict, summary)))
         self.progress.summary(lines)
-        run = [row for row in self.ok_rows() if row["kind"] != "reused"]
-        top = sorted(run, key=lambda row: row["value"], reverse=goal == "maximize")[:5]
+        run = [row for row in self.ok_rows() if row["kind"] in MEASURED]
+        top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
         self.progress.print("\nbest trials:")
         self.progress.table(top, list(self.space.dimensions))
         return summary
 
-    def profile_record(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float) -> dict[str, Any]:
+    def defaults_value(self, default: Mapping[str, Any]) -> tuple[float, bool]:
+        """The defaults' value (the median of their runs) and whether it is only a bound (their runs were capped
+        at runner.defaults_timeout: then the wall time they ran is a lower bound of their time)."""
+        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
+        if runs:
+            return statistics.median(runs), False
+        return default["wall_seconds"], True
+
+    def confirmed_lines(self, verdict: Verdict) -> list[tuple[str, str]]:
+        metric = self.workload.metric
+        if verdict.winner is None:
+            return [("confirmed", "no candidate completed its confirmation runs")]
+        winner = verdict.winner
+        low, high = min(winner.values), max(winner.values)
+        lines = [("confirmed best", f"{format_value(winner.median, metric)} median of {len(winner.values)} runs "
+                                    f"({low:.4g}-{high:.4g}), {winner.label}: {show_params(winner.params)}")]
+        if verdict.speedup is not None and verdict.speedup_spread is not None:
+            low, high = verdict.speedup_spread
+            lines.append(("confirmed speedup", f"{verdict.speedup:.2f}x (per round {low:.2f}-{high:.2f}x; "
+                                               f"noise +-{100 * verdict.noise:.1f}%)"))
+        return lines
+
+    def save(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float, verdict: Verdict | None,
+             summary: dict[str, Any]) -> str:
+        """Save the profile: the confirmed winner (if it replaces the saved profile), else without confirmation the
+        best measured trial (if better than the saved one). What the summary says of it."""
+        directory = Path(self.config.profile_dir).expanduser()
+        if verdict is None:
+            path, written = save_profile(self.profile_record(row_params(best), best["value"], default["value"], gain),
+                                         directory)
+            summary["profile"] = path
+            return f"{'saved' if written else 'kept (it is better)'}: {path}"
+        if not verdict.replace_profile:
+            if verdict.winner is None or verdict.speedup is None or verdict.speedup <= 1:
+                return "not saved: no candidate beat the defaults in the confirmation"
+            if verdict.profile is verdict.winner:
+                return "kept: the saved profile's parameters are the confirmed best"
+            return "kept: the saved profile is within the noise of the confirmed best"
+        winner = verdict.winner
+        record = self.profile_record(winner.params, winner.median, verdict.defaults.median, verdict.speedup)
+        record.update(runs=len(winner.values), spread=[min(winner.values), max(winner.values)],
+                      speedup_spread=[round(x, 3) for x in verdict.speedup_spread], noise=round(verdict.noise, 4),
+                      confirmed=True)
+        path = write_profile(record, directory)
+        summary["profile"] = path
+        return f"saved (confirmed): {path}"
+
+    def profile_record(self, params: Params, value: float, default_value: float, gain: float) -> dict[str, Any]:
         return {
             "workload": self.workload.name,
-            "params": row_params(best),
+            "params": params,
             "metric": self.workload.metric,
-            "goal": self.workload.goal,
-            "value": best["value"],
-            "default_value": default["value"],
+            "goal": self.workload.goal.value,
+            "value": value,
+            "default_value": default_value,
             "speedup_over_default": round(gain, 3) if math.isfinite(gain) else None,
             "found_on": {"workload": self.workload.knobs, "machine": this_machine()},
             "strategy": self.strategy_name,

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from autopager.errors import ConfigError
+from autopager.goal import Goal
 from autopager.params import parse_size
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 PLACEHOLDERS = ("bin", "data_dir", "size", "threads", "python", "package")
-GOALS = ("minimize", "maximize")
 
 
 def config_dir() -> Path:
@@ -74,7 +74,7 @@ class Workload:
     size: Any
     threads: Any
     metric: str
-    goal: str
+    goal: Goal
     buffer_size: int | None
     data_files: str | None
     timeout: float | None
@@ -90,9 +90,10 @@ class Workload:
         command = config.get("command")
         if not command or not str(command).strip():
             raise ConfigError(f"workload {name}: no command; give one with workload.command=\"./myapp --input big.bin\"")
-        goal = config.get("goal", "minimize")
-        if goal not in GOALS:
-            raise ConfigError(f"workload.goal must be minimize or maximize, not {goal!r}")
+        try:
+            goal = Goal.parse(config.get("goal", Goal.MINIMIZE.value))
+        except ValueError as error:
+            raise ConfigError(f"workload.goal {error}") from None
         try:
             buffer_size = None if config.get("buffer_size") is None else parse_size(config["buffer_size"])
         except ValueError as error:
