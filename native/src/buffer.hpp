@@ -23,9 +23,9 @@ class Buffer {
 
   // Takes a slot when one is free, without waiting.
   bool try_reserve();
-  // Takes a slot, waiting for the evictors; when they lag, calls `evict_one` itself so that a fault
-  // never waits forever.
-  void reserve(const std::function<bool()>& evict_one);
+  // Takes a slot, waiting for the evictors; when they lag, calls `make_room` itself, which returns
+  // false to give up (then so does reserve).
+  bool reserve(const std::function<bool()>& make_room);
   void release();
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).

@@ -40,6 +40,7 @@ class FillerPool {
   struct Fault {
     std::uintptr_t address;
     std::uint64_t flags;  // UFFD_PAGEFAULT_FLAG_*
+    pid_t thread;         // the faulting thread, 0 when the kernel does not say
     std::chrono::steady_clock::time_point read_at;
   };
 
@@ -47,8 +48,7 @@ class FillerPool {
   struct PendingRead {
     RegionPtr region;
     std::uint64_t page = 0;
-    bool for_write = false;
-    bool demand = false;  // for a fault (else read-ahead or prefetch)
+    FillRequest request;
     std::chrono::steady_clock::time_point read_at;
     std::size_t requested = 0;
   };
@@ -66,11 +66,12 @@ class FillerPool {
   // `may_block` is false.
   bool start_fault(Filler& self, const Fault& fault, bool may_block);
   bool start_speculative(Filler& self, const PageRef& page, bool may_block);
-  Start queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write, bool demand,
+  Start queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, const FillRequest& request,
                    std::chrono::steady_clock::time_point read_at);
-  void fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write);
+  void fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
-  void reserve_slot(Filler& self);
+  // False when none can be had (Paging::reserve_slot).
+  bool reserve_slot(Filler& self);
   // Serves the filler's completed reads; waits for an event when `wait`. True at shutdown.
   bool collect(Filler& self, bool wait, bool watch_faults);
   void finish_read(Filler& self, const ReadQueue::Completion& completion);

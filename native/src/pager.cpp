@@ -1,6 +1,7 @@
 #include "autopager/pager.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -8,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <string>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -22,6 +25,10 @@
 #include "uffd.hpp"
 
 namespace autopager {
+namespace {
+// The exit status of a normal exit that left pages unwritten (sysexits.h's EX_IOERR).
+constexpr int kUnwrittenAtExit = 74;
+}  // namespace
 
 class PagerImpl {
  public:
@@ -36,8 +43,15 @@ class PagerImpl {
 
   ~PagerImpl() {
     unregister_live(this);
-    for (const RegionPtr& region : regions_.all()) unmap(region->base);
     if (print_stats_requested()) std::fprintf(stderr, "autopager stats: %s\n", stats().to_json().c_str());
+  }
+
+  // Unmaps every region; false (with the regions whose pages could not be written still mapped) when
+  // a write-back failed.
+  bool unmap_all() {
+    bool all = true;
+    for (const RegionPtr& region : regions_.all()) all = unmap(region->base) && all;
+    return all;
   }
 
   void* map(std::shared_ptr<Store> store, std::size_t length, int prot) {
@@ -52,6 +66,8 @@ class PagerImpl {
       throw std::invalid_argument("a region of " + std::to_string(length) + " bytes does not fit its store of " +
                                   std::to_string(store->size()) + " bytes");
     const std::size_t page = config_.page_size;
+    if (length > std::numeric_limits<std::size_t>::max() - page)
+      throw std::invalid_argument("a region of " + std::to_string(length) + " bytes is larger than any address space");
     const std::size_t mapped = (length + page - 1) / page * page;
     void* base = mmap(nullptr, mapped, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the region");
@@ -70,14 +86,26 @@ class PagerImpl {
 
   bool unmap(void* base, const std::function<bool()>* map_over = nullptr) {
     RegionPtr region = regions_.remove(base);
-    if (!region) return false;
+    if (!region) {
+      errno = EINVAL;
+      return false;
+    }
     region->closing.store(true);
-    int err = paging_.release_region(*region);
+    if (int err = paging_.release_region(*region); err != 0) {
+      // Pages that could not be written stay, and so does the region, for the caller to try again
+      // (and the exit to report). Faults that came while it was closing wait: wake them.
+      region->closing.store(false);
+      regions_.add(region);
+      uffd_.wake(region->base, region->mapped_length());
+      errno = err;
+      return false;
+    }
+    int err = 0;
     if (map_over != nullptr && (*map_over)()) {
       // The registered range is gone with the old mapping: its waiting faults are woken to retry.
       uffd_.wake(region->base, region->mapped_length());
     } else {
-      if (map_over != nullptr && err == 0) err = errno != 0 ? errno : EINVAL;
+      if (map_over != nullptr) err = errno != 0 ? errno : EINVAL;
       uffd_.unregister_range(region->base, region->mapped_length());
       munmap(region->base, region->mapped_length());
     }
@@ -85,20 +113,25 @@ class PagerImpl {
     return err == 0;
   }
 
-  int flush(const RegionPtr& region) {
+  // Returns 0 or the errno of the first write-back that failed; counts into `unwritten` the pages
+  // that could not be written.
+  int flush(const RegionPtr& region, std::uint64_t* unwritten = nullptr) {
     int first_error = 0;
     for (std::uint64_t page = 0; page < region->page_count; ++page) {
       if (region->state(page) != PageState::kDirty) continue;
       int err = paging_.write_back(*region, page);
       if (err != 0 && first_error == 0) first_error = err;
+      if (err != 0 && unwritten != nullptr) ++*unwritten;
     }
     return first_error;
   }
 
-  int flush_all() {
+  // Of the regions whose stores outlive the process when `lasting_only`.
+  int flush_all(bool lasting_only = false, std::uint64_t* unwritten = nullptr) {
     int first_error = 0;
     for (const RegionPtr& region : regions_.all()) {
-      int err = flush(region);
+      if (lasting_only && !region->store->outlives_process()) continue;
+      int err = flush(region, unwritten);
       if (err != 0 && first_error == 0) first_error = err;
     }
     return first_error;
@@ -116,13 +149,26 @@ class PagerImpl {
   bool has_write_protect() const { return uffd_.has_write_protect(); }
   const RegionTable& regions() const { return regions_; }
 
-  // Every write reaches its store at a normal exit, even if the program never unmaps.
+  // Every write reaches its store at a normal exit, even if the program never unmaps. Pages that
+  // cannot be written are reported in one message, and the exit status becomes kUnwrittenAtExit.
   static void flush_live_pagers() {
-    std::lock_guard<std::mutex> lock(live_mutex());
-    for (PagerImpl* pager : live()) {
-      pager->flush_all();
-      if (print_stats_requested()) std::fprintf(stderr, "autopager stats: %s\n", pager->stats().to_json().c_str());
+    std::uint64_t unwritten = 0;
+    int first_error = 0;
+    {
+      std::lock_guard<std::mutex> lock(live_mutex());
+      for (PagerImpl* pager : live()) {
+        int err = pager->flush_all(true, &unwritten);
+        if (err != 0 && first_error == 0) first_error = err;
+        if (print_stats_requested()) std::fprintf(stderr, "autopager stats: %s\n", pager->stats().to_json().c_str());
+      }
     }
+    if (unwritten == 0) return;
+    std::fprintf(stderr,
+                 "autopager: %llu dirty page(s) could not be written back at exit (%s): their changes are lost; "
+                 "exit status %d\n",
+                 static_cast<unsigned long long>(unwritten), std::strerror(first_error), kUnwrittenAtExit);
+    std::fflush(nullptr);
+    _exit(kUnwrittenAtExit);
   }
 
  private:
@@ -166,7 +212,17 @@ class PagerImpl {
 };
 
 Pager::Pager(const Config& config) : impl_(std::make_unique<PagerImpl>(config)) {}
-Pager::~Pager() = default;
+
+Pager::~Pager() {
+  if (impl_->unmap_all()) return;
+  // Dirty pages that could not be written are never dropped: the pager stays, with its threads and
+  // those pages, and the exit writes them or reports them.
+  const int err = errno;
+  std::fprintf(stderr, "autopager: a pager was destroyed with %llu dirty page(s) it could not write back (%s); "
+                       "it keeps them and tries again at exit\n",
+               static_cast<unsigned long long>(impl_->stats().dirty_pages), std::strerror(err));
+  (void)impl_.release();
+}
 
 void* Pager::map(std::shared_ptr<Store> store, std::size_t length, int prot) {
   return impl_->map(std::move(store), length, prot);

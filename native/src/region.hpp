@@ -13,9 +13,19 @@ namespace autopager {
 
 // kFilling: claimed by a filler whose read is in flight; the faulting threads wait for its copy.
 // kEvicting: written back and about to be dropped, with others of an evictor's batch.
-enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFilling = 3, kEvicting = 4 };
+// kPoisoned: its read failed; any access raises SIGBUS until it is evicted (it holds no buffer slot
+// and no memory, and is evicted in the policy's order like any page) or its region is unmapped, after
+// which the next access reads it again. See docs/DESIGN.md, "Pager: errors and page states".
+enum class PageState : std::uint8_t {
+  kAbsent = 0,
+  kClean = 1,
+  kDirty = 2,
+  kFilling = 3,
+  kEvicting = 4,
+  kPoisoned = 5
+};
 
-struct Region {
+struct Region : std::enable_shared_from_this<Region> {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
          bool writable, bool track_writes, ReadAheadStreams read_ahead)
       : id(id),

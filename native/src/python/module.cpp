@@ -32,6 +32,7 @@ py::dict stats_to_dict(const Stats& stats) {
   out["write_backs"] = stats.write_backs;
   out["bytes_written"] = stats.bytes_written;
   out["write_errors"] = stats.write_errors;
+  out["read_errors"] = stats.read_errors;
   out["resident_pages"] = stats.resident_pages;
   out["dirty_pages"] = stats.dirty_pages;
   out["fault_service_mean_us"] = stats.fault_service_mean_us;
