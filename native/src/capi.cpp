@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -64,6 +66,12 @@ void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset)
     return UMAP_FAILED;
   }
   (void)addr;  // a hint only, as for mmap without MAP_FIXED
+  if (length > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max() - offset)) {
+    std::fprintf(stderr, "umap: offset %lld + length %zu is past the largest file offset\n",
+                 static_cast<long long>(offset), length);
+    errno = EINVAL;
+    return UMAP_FAILED;
+  }
   return with_default_pager<void*>(UMAP_FAILED, [&](autopager::Pager& pager) {
     // The store owns a duplicate, so the program may close its descriptor while the region lives.
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);

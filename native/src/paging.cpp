@@ -176,10 +176,13 @@ void Paging::note_write_back(int err) {
   }
   write_backs_failing_.store(true, std::memory_order_relaxed);
   StatsCounters::add(stats_.write_errors);
+}
+
+void Paging::report_eviction_failure(int err) {
   // Once a pager: flush, unmap and exit report each failure to their caller.
-  if (!reported_write_back_failure_.exchange(true))
-    std::fprintf(stderr, "autopager: writing back a dirty page failed: %s; such pages stay resident and dirty, "
-                         "and are tried again (flush, unmap and exit report what could not be written)\n",
+  if (!reported_eviction_failure_.exchange(true))
+    std::fprintf(stderr, "autopager: writing back a dirty page to evict it failed: %s; such pages stay resident "
+                         "and dirty, and are tried again (flush, unmap and exit report what could not be written)\n",
                  std::strerror(err));
 }
 
@@ -259,9 +262,12 @@ std::size_t Paging::evict(std::size_t most) {
       continue;
     }
     if (!region.resident(victim->page)) continue;
-    if (region.track_writes && write_back_locked(region, victim->page, true) != 0) {
-      buffer_.policy().on_kept(std::move(*victim));
-      break;
+    if (region.track_writes) {
+      if (int err = write_back_locked(region, victim->page, true); err != 0) {
+        report_eviction_failure(err);
+        buffer_.policy().on_kept(std::move(*victim));
+        break;
+      }
     }
     victims.push_back(std::move(*victim));
   }
@@ -280,6 +286,7 @@ std::size_t Paging::evict(std::size_t most) {
       std::optional<int> err = write_back_moved_out(region, victim.page);
       if (!err) region.set_state(victim.page, PageState::kDirty);  // written in place below
       if (err && *err != 0) {
+        report_eviction_failure(*err);
         region.set_state(victim.page, PageState::kDirty);
         buffer_.policy().on_kept(std::move(victim));
         continue;
@@ -288,7 +295,8 @@ std::size_t Paging::evict(std::size_t most) {
     }
     if (!moved_out) {
       // Written since (or never write-protected): write it back now, as it goes.
-      if (write_back_locked(region, victim.page, false) != 0) {
+      if (int err = write_back_locked(region, victim.page, false); err != 0) {
+        report_eviction_failure(err);
         buffer_.policy().on_kept(std::move(victim));
         continue;
       }

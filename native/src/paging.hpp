@@ -78,6 +78,7 @@ class Paging {
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
                          bool holds_slot);
   void note_write_back(int err);
+  void report_eviction_failure(int err);
 
   const Config& config_;
   Userfaultfd& uffd_;
@@ -86,7 +87,7 @@ class Paging {
   Zapper zapper_;
   StagingArea staging_;
   std::atomic<bool> write_backs_failing_{false};
-  std::atomic<bool> reported_write_back_failure_{false};
+  std::atomic<bool> reported_eviction_failure_{false};
 };
 
 }  // namespace autopager
