@@ -115,11 +115,12 @@ class Pager:
 
     def close(self) -> None:
         """Write back every dirty page and release the pager (see the class documentation for arrays
-        still alive). Closing twice does nothing."""
+        still alive). Closing twice does nothing. Raises OSError when a page could not be written
+        back; the pager then stays open, with the page, so that close() can be tried again."""
         if self._native is None:
             return
+        self._native.flush()  # raises OSError when a write-back failed: the pager then stays open
         native, self._native = self._native, None
-        native.flush()
         self._final_stats = native.stats()
 
     def __enter__(self) -> "Pager":

@@ -214,14 +214,9 @@ class PagerImpl {
 Pager::Pager(const Config& config) : impl_(std::make_unique<PagerImpl>(config)) {}
 
 Pager::~Pager() {
-  if (impl_->unmap_all()) return;
   // Dirty pages that could not be written are never dropped: the pager stays, with its threads and
   // those pages, and the exit writes them or reports them.
-  const int err = errno;
-  std::fprintf(stderr, "autopager: a pager was destroyed with %llu dirty page(s) it could not write back (%s); "
-                       "it keeps them and tries again at exit\n",
-               static_cast<unsigned long long>(impl_->stats().dirty_pages), std::strerror(err));
-  (void)impl_.release();
+  if (!impl_->unmap_all()) (void)impl_.release();
 }
 
 void* Pager::map(std::shared_ptr<Store> store, std::size_t length, int prot) {
