@@ -67,6 +67,22 @@ std::uint64_t disabled_features() {
   return disabled;
 }
 
+// Runs UFFDIO_COPY or UFFDIO_MOVE over the whole range: EAGAIN means the address space changed under
+// a partial transfer, which resumes after what was done (`done`).
+template <typename Args>
+int run_to_end(int fd, unsigned long request, Args& args, __s64 Args::*done) {
+  while (ioctl(fd, request, &args) != 0) {
+    if (errno != EAGAIN) return errno;
+    if (args.*done > 0) {
+      args.dst += args.*done;
+      args.src += args.*done;
+      args.len -= args.*done;
+    }
+    args.*done = 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Userfaultfd::Userfaultfd() {
@@ -112,17 +128,15 @@ int Userfaultfd::copy(void* dst, const void* src, std::size_t length, bool write
   args.src = reinterpret_cast<std::uint64_t>(src);
   args.len = length;
   args.mode = write_protect ? UFFDIO_COPY_MODE_WP : 0;
-  while (ioctl(fd_, UFFDIO_COPY, &args) != 0) {
-    if (errno != EAGAIN) return errno;
-    // The address space changed under a partial copy: resume after what was copied.
-    if (args.copy > 0) {
-      args.dst += args.copy;
-      args.src += args.copy;
-      args.len -= args.copy;
-    }
-    args.copy = 0;
-  }
-  return 0;
+  return run_to_end(fd_, UFFDIO_COPY, args, &uffdio_copy::copy);
+}
+
+int Userfaultfd::move(void* dst, void* src, std::size_t length) {
+  uffdio_move args{};
+  args.dst = reinterpret_cast<std::uint64_t>(dst);
+  args.src = reinterpret_cast<std::uint64_t>(src);
+  args.len = length;
+  return run_to_end(fd_, UFFDIO_MOVE, args, &uffdio_move::move);
 }
 
 int Userfaultfd::write_protect(void* base, std::size_t length, bool protect) {
@@ -141,10 +155,6 @@ void Userfaultfd::wake(void* base, std::size_t length) {
   ioctl(fd_, UFFDIO_WAKE, &range);
 }
 
-}  // namespace autopager
-
-namespace autopager {
-
 int Userfaultfd::poison(void* base, std::size_t length) {
   uffdio_poison args{};
   args.range.start = reinterpret_cast<std::uint64_t>(base);
@@ -156,23 +166,6 @@ int Userfaultfd::poison(void* base, std::size_t length) {
       args.range.len -= args.updated;
     }
     args.updated = 0;
-  }
-  return 0;
-}
-
-int Userfaultfd::move(void* dst, void* src, std::size_t length) {
-  uffdio_move args{};
-  args.dst = reinterpret_cast<std::uint64_t>(dst);
-  args.src = reinterpret_cast<std::uint64_t>(src);
-  args.len = length;
-  while (ioctl(fd_, UFFDIO_MOVE, &args) != 0) {
-    if (errno != EAGAIN) return errno;
-    if (args.move > 0) {
-      args.dst += args.move;
-      args.src += args.move;
-      args.len -= args.move;
-    }
-    args.move = 0;
   }
   return 0;
 }

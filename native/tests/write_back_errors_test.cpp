@@ -37,6 +37,30 @@ std::vector<std::uint8_t> file_bytes(const std::string& path) {
 // The value written at byte 11 of page p by the tests below.
 std::uint8_t written(std::uint64_t p) { return static_cast<std::uint8_t>(0x80 + p % 100); }
 
+// Bytes of a sparse file of `pages` pages that are not what the tests wrote (`written` at byte 11 of
+// each page, zeros elsewhere).
+std::uint64_t wrong_bytes(const std::string& path, std::uint64_t pages) {
+  const std::size_t page = system_page_size();
+  std::vector<std::uint8_t> after = file_bytes(path);
+  if (after.size() != pages * page) return pages * page;
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) wrong += after[i] != (i % page == 11 ? written(i / page) : 0);
+  return wrong;
+}
+
+// A sparse file of kPages pages on a tmpfs with room for 8 of them.
+class OnAFullTmpfs : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t kPages = 64;
+  void SetUp() override {
+    AUTOPAGER_REQUIRE_TMPFS(fs);
+    path = fs.sparse_file("data", kPages * page);
+  }
+  const std::size_t page = system_page_size();
+  SmallTmpfs fs{8 * system_page_size()};
+  std::string path;
+};
+
 TEST(WriteBackErrors, FlushAndUnmapReportAFailedWriteAndKeepThePages) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
@@ -71,16 +95,12 @@ TEST(WriteBackErrors, FlushAndUnmapReportAFailedWriteAndKeepThePages) {
   EXPECT_EQ(wrong, 0u);
 }
 
-// A real ENOSPC: a sparse file on a tmpfs with room for a quarter of it, written under eviction
+// A real ENOSPC: a sparse file on a tmpfs with room for an eighth of it, written under eviction
 // pressure. Once the buffer holds only pages that cannot be written, a fault fails with SIGBUS after a
 // bounded wait; after the tmpfs grows every write reaches the file.
-TEST(WriteBackErrors, ABufferFullOfPagesThatCannotBeWrittenFailsFaultsThenRecovers) {
+TEST_F(OnAFullTmpfs, ABufferFullOfPagesThatCannotBeWrittenFailsFaultsThenRecovers) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  const std::uint64_t pages = 64;
-  SmallTmpfs fs(16 * page);
-  AUTOPAGER_REQUIRE_TMPFS(fs);
-  const std::string path = fs.sparse_file("data", pages * page);
+  const std::uint64_t pages = kPages;
   Pager pager(small_config(page, 8));
   auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(path), pages * page));
   std::uint64_t failed_at = pages;
@@ -99,20 +119,12 @@ TEST(WriteBackErrors, ABufferFullOfPagesThatCannotBeWrittenFailsFaultsThenRecove
   for (std::uint64_t p = failed_at + 1; p < pages; ++p) bytes[p * page + 11] = written(p);
   bytes[failed_at * page + 11] = written(failed_at);
   ASSERT_TRUE(pager.unmap(bytes));
-  std::vector<std::uint8_t> after = file_bytes(path);
-  ASSERT_EQ(after.size(), pages * page);
-  std::uint64_t wrong = 0;
-  for (std::size_t i = 0; i < after.size(); ++i) wrong += after[i] != (i % page == 11 ? written(i / page) : 0);
-  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(wrong_bytes(path, pages), 0u);
 }
 
-TEST(WriteBackErrors, ANormalExitWithUnwrittenPagesFailsWithOneMessage) {
+TEST_F(OnAFullTmpfs, ANormalExitWithUnwrittenPagesFailsWithOneMessage) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  const std::uint64_t pages = 64;
-  SmallTmpfs fs(8 * page);
-  AUTOPAGER_REQUIRE_TMPFS(fs);
-  const std::string path = fs.sparse_file("data", pages * page);
+  const std::uint64_t pages = kPages;
   std::string errors;
   int status = testing::run_in_child(
       [&] {
@@ -128,13 +140,9 @@ TEST(WriteBackErrors, ANormalExitWithUnwrittenPagesFailsWithOneMessage) {
   EXPECT_LE(testing::count_lines(errors), 2u) << errors;
 }
 
-TEST(WriteBackErrors, TheCApiReturnsTheErrorAndKeepsTheRegion) {
+TEST_F(OnAFullTmpfs, TheCApiReturnsTheErrorAndKeepsTheRegion) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  const std::uint64_t pages = 32;
-  SmallTmpfs fs(8 * page);
-  AUTOPAGER_REQUIRE_TMPFS(fs);
-  const std::string path = fs.sparse_file("data", pages * page);
+  const std::uint64_t pages = kPages;
   std::string errors;
   int status = testing::run_in_child(
       [&] {
@@ -155,10 +163,7 @@ TEST(WriteBackErrors, TheCApiReturnsTheErrorAndKeepsTheRegion) {
       &errors);
   ASSERT_TRUE(WIFEXITED(status)) << errors;
   ASSERT_EQ(WEXITSTATUS(status), 0) << errors;
-  std::vector<std::uint8_t> after = file_bytes(path);
-  std::uint64_t wrong = 0;
-  for (std::size_t i = 0; i < after.size(); ++i) wrong += after[i] != (i % page == 11 ? written(i / page) : 0);
-  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(wrong_bytes(path, pages), 0u);
 }
 
 // Without write-protect every resident page of a writable region counts as dirty; a write landing
