@@ -118,6 +118,7 @@ TEST(ReadErrors, AProcessWithoutAHandlerDiesOfSigbus) {
   std::string errors;
   int status = testing::run_in_child(
       [&] {
+        signal(SIGBUS, SIG_DFL);  // the default action, also under the sanitizers (which catch it)
         auto store = std::make_shared<FaultyFileStore>(file.path(), true);
         store->fail_reads_at(kBad * page, FaultyFileStore::kForever);
         Pager pager(small_config(page, 4));
