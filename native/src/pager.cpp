@@ -10,10 +10,10 @@
 #include <cstring>
 #include <functional>
 #include <limits>
-#include <string>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 #include "buffer.hpp"

@@ -20,7 +20,8 @@ class Pager {
  public:
   // Validates `config` (ConfigError) and opens a userfaultfd (std::system_error with what to change).
   explicit Pager(const Config& config = Config::from_environment());
-  // Unmaps every region that is still mapped: every write reaches its store.
+  // Unmaps every region that is still mapped: every write reaches its store. A pager with pages it
+  // cannot write back is kept (with those pages) until the exit, which writes or reports them.
   ~Pager();
   Pager(const Pager&) = delete;
   Pager& operator=(const Pager&) = delete;
@@ -29,7 +30,9 @@ class Pager {
   // PROT_READ|PROT_WRITE. Throws std::invalid_argument for a bad length or a store too small to hold
   // the region, std::system_error when the kernel refuses.
   void* map(std::shared_ptr<Store> store, std::size_t length, int prot = PROT_READ | PROT_WRITE);
-  // Writes back the region's dirty pages and releases it. Returns false when `base` is not a region.
+  // Writes back the region's dirty pages and releases it. Returns false with errno EINVAL when `base`
+  // is not a region, or with the errno of a write-back that failed: the region then stays mapped,
+  // with the pages that could not be written, and unmap can be tried again.
   bool unmap(void* base);
   // As unmap, but instead of unmapping the region's range, calls `map_over()`, which must put another
   // mapping over the whole range at once (mmap with MAP_FIXED) and return whether it did. Threads that
@@ -39,7 +42,7 @@ class Pager {
   // map_over() failed (errno set).
   bool hand_over(void* base, const std::function<bool()>& map_over);
   // Writes back every dirty page (of every region, or of the region at `base`); pages stay resident,
-  // write-protected again. Returns 0, or -1 with errno when a write failed.
+  // write-protected again. Returns 0, or -1 with errno when a write failed (those pages stay dirty).
   int flush();
   int flush(void* base);
   // Asks the fillers to bring in the pages holding these addresses; returns at once.

@@ -30,11 +30,13 @@ typedef struct umap_prefetch_item umap_prefetch_item;
 #endif
 
 /* Maps `length` bytes of the file `fd` from `offset`. Returns UMAP_FAILED with errno set (EINVAL for a
- * refused configuration, whose reason is printed on stderr). */
+ * refused configuration, whose reason is printed on stderr, or an offset + length past the largest file
+ * offset; EACCES for a descriptor not open for reading, or not for writing with PROT_WRITE). */
 void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset);
-/* Writes back the region's dirty pages and releases it. */
+/* Writes back the region's dirty pages and releases it. Returns -1 with errno when a write-back failed
+ * (ENOSPC, EIO...): the region then stays mapped with the pages not written, and may be unmapped again. */
 int uunmap(void* addr, size_t length);
-/* Writes back every dirty page of every region. */
+/* Writes back every dirty page of every region. Returns -1 with errno when a write-back failed. */
 int umap_flush(void);
 /* Brings in the pages holding the given addresses, asynchronously. */
 void umap_prefetch(int npages, struct umap_prefetch_item* page_array);
