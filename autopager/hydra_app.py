@@ -278,6 +278,7 @@ def run_application(command: str, argv: Sequence[str], job: Job, check: Check, h
                 check(resolved(config, choices), choices)
 
     def task(config: DictConfig) -> int:
+        register_resolvers()  # a launcher may run the job in another process
         choices = app_choices(HydraConfig.get().runtime.choices)
         status = exit_status(lambda: job(resolved(config, choices), choices))
         _statuses.append(status)

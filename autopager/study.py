@@ -495,5 +495,6 @@ class Study:
             "strategy": self.strategy_name,
             "trials": len(self.table.rows),
             "study": str(self.directory.resolve()),
-            "searched": list(self.space.dimensions),
+            "searched": [name for name in self.space.dimensions  # the parameters its trials varied
+                         if len({row[name] for row in self.table.rows if row["kind"] != "reused"}) > 1],
         }

@@ -1,0 +1,12 @@
+"""A test workload that appends the UMAP_* variables it was given to a log file (its argument), one JSON line a
+run, then prints a result that is best at 64KiB pages."""
+import json
+import math
+import os
+import sys
+
+given = {name: value for name, value in os.environ.items() if name.startswith("UMAP_")}
+with open(sys.argv[1], "a") as log:
+    log.write(json.dumps(given) + "\n")
+page_size = int(given.get("UMAP_PAGESIZE", "4096"))
+print(json.dumps({"metric": "seconds", "value": 1 + abs(math.log2(page_size) - 16)}))
