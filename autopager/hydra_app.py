@@ -124,7 +124,7 @@ def searched_values(override: Any, multirun: bool) -> list[str] | None:
             raise ConfigError(f"{override.input_line}: give the values as a list, {key}=[A,B,...]")
         return [Transformer.str(value) for value in override.sweep_iterator()]
     if isinstance(override.value(), list):
-        return [Transformer.str(value) for value in override._value]
+        return [Transformer.str(value) for value in override.value()]
     return None
 
 
@@ -263,14 +263,18 @@ def run_application(command: str, argv: Sequence[str], job: Job, check: Check, h
     register_resolvers()
     _help[command] = help_template
     parser = args_parser(command)
-    args = parser.parse_args(list(argv))
+    args = parser.parse_intermixed_args(list(argv))  # flags may come after overrides
+    if args.run + (args.cfg is not None) + args.multirun + args.shell_completion + (args.info is not None) > 1:
+        raise ConfigError("give only one of --run, --multirun, --cfg, --info and --shell-completion")
+    if args.resolve and args.cfg is None and not args.help:
+        raise ConfigError("--resolve goes with --cfg or --help")
     source = Source(args)
-    passthrough = args.help or args.hydra_help or args.shell_completion or args.experimental_rerun
+    passthrough = args.shell_completion or args.experimental_rerun
     overrides = [f"hydra.job.name={command}"] + list(args.overrides)
     multirun = args.multirun or any(re.fullmatch(r"hydra\.mode=MULTIRUN", text) for text in overrides)
     if not passthrough:
         overrides = rewrite(overrides, multirun)
-        showing = args.cfg is not None or args.info is not None
+        showing = args.cfg is not None or args.info is not None or args.help or args.hydra_help
         for job_overrides in (jobs(source, overrides) if multirun and not showing else [overrides]):
             config = source.compose(job_overrides)
             if not showing:

@@ -59,7 +59,7 @@ class Progress:
 
     def plan(self, strategy: str, planned: int | None, limit: int | None, done: int, trial_seconds: float) -> None:
         """How many trials are to come and, at the defaults' time a trial, about how long they take."""
-        if limit is None:
+        if not limit:
             return
         left = max(0, limit - done)
         size = f"the grid has {planned:,} points; " if strategy == "grid" else ""

@@ -105,6 +105,8 @@ def test_a_study_searches_the_listed_values(tuner_home):
     (["workload.size=1,2"], "add -m (--multirun)"),
     (["budget.trials=x=y"], "cannot read the override 'budget.trials=x=y'"),
     (["space.page_size={min:4KiB,max:oops"], "cannot read the override"),
+    (["--cfg", "job", "-m"], "give only one of --run, --multirun, --cfg"),
+    (["--resolve"], "--resolve goes with --cfg or --help"),
 ])
 def test_sweeps_and_syntax_errors_are_refused_with_the_spelling_that_works(tuner_home, args, message):
     code, out, err = autopager("tune", *QUICK, *args)
