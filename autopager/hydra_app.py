@@ -269,6 +269,8 @@ def run_application(command: str, argv: Sequence[str], job: Job, check: Check, h
     if args.resolve and args.cfg is None and not args.help:
         raise ConfigError("--resolve goes with --cfg or --help")
     source = Source(args)
+    if args.config_path:
+        args.config_path = str(source.directory)  # relative to the working directory, not to this file
     passthrough = args.shell_completion or args.experimental_rerun
     overrides = [f"hydra.job.name={command}"] + list(args.overrides)
     multirun = args.multirun or any(re.fullmatch(r"hydra\.mode=MULTIRUN", text) for text in overrides)

@@ -111,3 +111,11 @@ def test_a_study_searches_the_listed_values(tuner_home):
 def test_sweeps_and_syntax_errors_are_refused_with_the_spelling_that_works(tuner_home, args, message):
     code, out, err = autopager("tune", *QUICK, *args)
     assert code == 2 and err.startswith("autopager: error: ") and message in err, err
+
+
+def test_a_config_dir_of_ones_own_adds_workloads(tuner_home):
+    (tuner_home / "mine" / "workload").mkdir(parents=True)
+    (tuner_home / "mine" / "workload" / "myapp.yaml").write_text(
+        "name: myapp\ncommand: 'true'\nmetric: seconds\ngoal: minimize\nbuffer_size: 8MiB\ntime_process: true\n")
+    code, out, err = autopager("tune", "workload=myapp", "--config-dir", "mine", "--cfg", "job")
+    assert code == 0 and yaml.safe_load(out)["workload"]["name"] == "myapp", err
