@@ -51,7 +51,8 @@ def test_info_and_help(tuner_home):
 
 def test_multirun_runs_a_study_for_each_combination_with_the_basic_launcher(tuner_home):
     code, out, err = autopager("tune", "-m", *QUICK[:1], "workload.size=1,2", "runner.page_cache=keep",
-                               "strategy=random", "strategy.trials=1", "hydra/launcher=basic")
+                               "strategy=random", "strategy.trials=1", "hydra/launcher=basic",
+                               "confirm.rounds=0", "noise.defaults_runs=1")
     assert code == 0, err
     assert "Launching 2 jobs locally" in out
     for size in (1, 2):
