@@ -1,13 +1,19 @@
 #include "fill.hpp"
 
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
 #include <system_error>
+
+#include "pager_threads.hpp"
 
 namespace autopager {
 namespace {
@@ -29,11 +35,18 @@ constexpr unsigned kHandOnDepth = 4;
 // Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead. Their
 // staging buffers are memory beyond the buffer's, so all fillers' together stay within a quarter of
 // the buffer (and 8 MiB a filler): a program run in a memory limit sized for its buffer still fits.
+constexpr std::size_t kMostStagingBytes = 8u << 20;
+
 unsigned ring_slots(const Config& config) {
-  constexpr std::size_t kMostStagingBytes = 8u << 20;
   constexpr std::size_t kMostSlots = 64;
   std::size_t staging = std::min(kMostStagingBytes, config.buffer_bytes() / 4 / config.fillers);
   return static_cast<unsigned>(std::clamp<std::size_t>(staging / config.page_size, 1, kMostSlots));
+}
+
+// A page larger than a filler's staging allowance is given back once installed: fillers then hold
+// such a page's memory only while it is read (the bound stated in README.md).
+void give_back_staging(char* data, std::size_t page_bytes) {
+  if (page_bytes > kMostStagingBytes) madvise(data, page_bytes, MADV_DONTNEED);
 }
 
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
@@ -61,10 +74,24 @@ FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, 
     : config_(config), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-  for (unsigned i = 0; i < config_.fillers; ++i) fillers_.emplace_back([this] { serve(); });
+  try {
+    for (unsigned i = 0; i < config_.fillers; ++i) fillers_.push_back(start_pager_thread([this] { serve(); }));
+    std::unique_lock<std::mutex> lock(mutex_);
+    set_up_.wait(lock, [&] { return set_up_count_ == fillers_.size(); });
+    if (setup_error_) std::rethrow_exception(setup_error_);
+  } catch (...) {
+    stop();
+    close(stop_event_);
+    throw;
+  }
 }
 
 FillerPool::~FillerPool() {
+  stop();
+  close(stop_event_);
+}
+
+void FillerPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopped_ = true;
@@ -73,7 +100,14 @@ FillerPool::~FillerPool() {
   (void)!write(stop_event_, &one, sizeof one);  // wakes the reader, and every filler waiting on its ring
   idle_.notify_all();
   for (auto& t : fillers_) t.join();
-  close(stop_event_);
+  fillers_.clear();
+}
+
+void FillerPool::report_setup(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error && !setup_error_) setup_error_ = error;
+  ++set_up_count_;
+  set_up_.notify_all();
 }
 
 void FillerPool::prefetch(PageRef page) {
@@ -83,10 +117,25 @@ void FillerPool::prefetch(PageRef page) {
 }
 
 void FillerPool::serve() {
-  Filler self(config_, stop_event_);
-  std::vector<uffd_msg> messages(config_.max_fault_events);
+  // Set up here, not by the constructor: a ring takes submissions only from the thread that made it.
+  std::unique_ptr<Filler> filler;
+  std::vector<uffd_msg> messages;
   std::vector<Fault> batch;
-  batch.reserve(messages.size());
+  try {
+    filler = std::make_unique<Filler>(config_, stop_event_);
+    messages.resize(config_.max_fault_events);
+    batch.reserve(messages.size());
+  } catch (const std::bad_alloc&) {
+    report_setup(std::make_exception_ptr(std::system_error(
+        ENOMEM, std::generic_category(),
+        "allocating a filler's read buffers (pages of " + std::to_string(config_.page_size) + " bytes)")));
+    return;
+  } catch (...) {
+    report_setup(std::current_exception());
+    return;
+  }
+  report_setup(nullptr);
+  Filler& self = *filler;
 
   std::unique_lock<std::mutex> lock(mutex_);
   bool may_lead = true;  // false just after handing the role on: first do what it was handed on for
@@ -257,6 +306,7 @@ bool FillerPool::start_speculative(Filler& self, const PageRef& page, bool may_b
   if (how != Start::kInPlace) return true;
   if (!may_block) return false;
   paging_.fill(page.region, page.page, false, true, self.in_place_buffer());
+  give_back_staging(self.in_place_buffer(), page.region->page_size);
   return true;
 }
 
@@ -282,7 +332,9 @@ FillerPool::Start FillerPool::queue_fill(Filler& self, const RegionPtr& region, 
 
 void FillerPool::fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write) {
   auto fill_start = std::chrono::steady_clock::now();
-  if (paging_.fill(region, page, for_write, false, self.in_place_buffer())) {
+  const bool filled = paging_.fill(region, page, for_write, false, self.in_place_buffer());
+  give_back_staging(self.in_place_buffer(), region->page_size);
+  if (filled) {
     std::uint64_t ns = nanoseconds_since(fill_start);
     std::uint64_t average = fill_ns_average_.load(std::memory_order_relaxed);
     fill_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
@@ -321,6 +373,7 @@ void FillerPool::finish_read(Filler& self, const ReadQueue::Completion& completi
     got = rest < 0 ? -1 : got + rest;
   }
   paging_.finish(read.region, read.page, read.for_write, data, got);
+  give_back_staging(data, read.region->page_size);
   if (read.demand) record_service(read.read_at);
   else continue_read_ahead(read.region, read.page);
   read.region.reset();

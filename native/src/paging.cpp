@@ -143,8 +143,8 @@ std::size_t Paging::evict(std::size_t most) {
     Region& region = *victim->region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page));
     // Stale: evicted (and maybe being filled again) since, or its region is being unmapped (which
-    // releases its pages itself).
-    if (!region.resident(victim->page) || region.closing.load()) continue;
+    // releases its pages itself). A pinned page leaves the policy for good.
+    if (!region.resident(victim->page) || region.closing.load() || region.pinned(victim->page)) continue;
     if (region.track_writes && write_back_locked(region, victim->page, true) != 0) {
       buffer_.policy().on_kept(std::move(*victim));
       break;

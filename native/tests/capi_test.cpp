@@ -28,7 +28,7 @@ TEST(CApi, RefusedConfigurationFailsTheMappingWithEinval) {
   const std::vector<std::pair<const char*, const char*>> bad[] = {
       {{"UMAP_PAGESIZE", "5000"}},
       {{"UMAP_PAGE_FILLERS", "lots"}},
-      {{"UMAP_BUFSIZE", "0"}},
+      {{"UMAP_LOG_LEVEL", "LOUD"}},
       {{"UMAP_EVICT_HIGH_WATER_THRESHOLD", "50"}, {"UMAP_EVICT_LOW_WATER_THRESHOLD", "50"}},
   };
   for (const auto& env : bad) {
