@@ -1,7 +1,6 @@
 #include "fill.hpp"
 
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -35,18 +34,11 @@ constexpr unsigned kHandOnDepth = 4;
 // Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead. Their
 // staging buffers are memory beyond the buffer's, so all fillers' together stay within a quarter of
 // the buffer (and 8 MiB a filler): a program run in a memory limit sized for its buffer still fits.
-constexpr std::size_t kMostStagingBytes = 8u << 20;
-
 unsigned ring_slots(const Config& config) {
+  constexpr std::size_t kMostStagingBytes = 8u << 20;
   constexpr std::size_t kMostSlots = 64;
   std::size_t staging = std::min(kMostStagingBytes, config.buffer_bytes() / 4 / config.fillers);
   return static_cast<unsigned>(std::clamp<std::size_t>(staging / config.page_size, 1, kMostSlots));
-}
-
-// A page larger than a filler's staging allowance is given back once installed: fillers then hold
-// such a page's memory only while it is read (the bound stated in README.md).
-void give_back_staging(char* data, std::size_t page_bytes) {
-  if (page_bytes > kMostStagingBytes) madvise(data, page_bytes, MADV_DONTNEED);
 }
 
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
@@ -306,7 +298,6 @@ bool FillerPool::start_speculative(Filler& self, const PageRef& page, bool may_b
   if (how != Start::kInPlace) return true;
   if (!may_block) return false;
   paging_.fill(page.region, page.page, false, true, self.in_place_buffer());
-  give_back_staging(self.in_place_buffer(), page.region->page_size);
   return true;
 }
 
@@ -332,9 +323,7 @@ FillerPool::Start FillerPool::queue_fill(Filler& self, const RegionPtr& region, 
 
 void FillerPool::fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write) {
   auto fill_start = std::chrono::steady_clock::now();
-  const bool filled = paging_.fill(region, page, for_write, false, self.in_place_buffer());
-  give_back_staging(self.in_place_buffer(), region->page_size);
-  if (filled) {
+  if (paging_.fill(region, page, for_write, false, self.in_place_buffer())) {
     std::uint64_t ns = nanoseconds_since(fill_start);
     std::uint64_t average = fill_ns_average_.load(std::memory_order_relaxed);
     fill_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
@@ -373,7 +362,6 @@ void FillerPool::finish_read(Filler& self, const ReadQueue::Completion& completi
     got = rest < 0 ? -1 : got + rest;
   }
   paging_.finish(read.region, read.page, read.for_write, data, got);
-  give_back_staging(data, read.region->page_size);
   if (read.demand) record_service(read.read_at);
   else continue_read_ahead(read.region, read.page);
   read.region.reset();
