@@ -7,6 +7,7 @@ defaults, the UMAP_* environment variables, a profile, and keyword arguments.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Sequence, TypedDict, Union
 
@@ -145,6 +146,15 @@ class Pager:
 
 _default: Optional[Pager] = None
 _default_lock = threading.Lock()
+
+
+def _forget_inherited_default() -> None:
+    # A forked child gets a default pager of its own when it first maps (the parent's serves nothing there).
+    global _default, _default_lock
+    _default, _default_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_default)
 
 
 def default_pager() -> Pager:
