@@ -112,6 +112,10 @@ class PagerImpl {
       uffd_.unregister_range(region->base, region->mapped_length());
       munmap(region->base, region->mapped_length());
     }
+    if (std::uint64_t pinned = region->pinned_count()) {
+      std::lock_guard<std::mutex> lock(pin_mutex_);
+      pinned_pages_ -= pinned;
+    }
     log(LogLevel::kInfo, "unmapped the region at " + address_text(region->base));
     if (err != 0) errno = err;
     return err == 0;

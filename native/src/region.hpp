@@ -73,6 +73,12 @@ struct Region {
 
   // A pinned page (umap_fetch_and_pin) is never evicted; it goes when its region is unmapped.
   bool pinned(std::uint64_t page) const { return (pins[page / 64].load(std::memory_order_acquire) >> (page % 64)) & 1; }
+  std::uint64_t pinned_count() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t word = 0; word < (page_count + 63) / 64; ++word)
+      n += static_cast<std::uint64_t>(__builtin_popcountll(pins[word].load(std::memory_order_acquire)));
+    return n;
+  }
   // True when the page was not pinned before.
   bool pin(std::uint64_t page) {
     const std::uint64_t bit = 1ull << (page % 64);

@@ -13,8 +13,16 @@ using testing::pattern_byte;
 using testing::ScratchFile;
 using testing::small_config;
 using testing::TestCgroup;
+using testing::thread_sanitizer;
 
 constexpr unsigned kChildSeconds = 240;
+
+// ThreadSanitizer's shadow memory (several bytes for each byte the program touches) is resident memory
+// too: what these tests measure is the pager's alone.
+#define SKIP_UNDER_THREAD_SANITIZER()                                                                \
+  do {                                                                                               \
+    if (thread_sanitizer()) GTEST_SKIP() << "ThreadSanitizer's shadow memory counts as the process's"; \
+  } while (0)
 
 std::uint64_t status_bytes(const char* key) {
   std::ifstream status("/proc/self/status");
@@ -50,6 +58,7 @@ std::uint64_t peak_of_reading(const ScratchFile& file, std::uint64_t file_size, 
 // A page far larger than its region (1 GiB over 1 MiB) costs the region's length, not the page.
 TEST(MemoryBound, ARegionSmallerThanAPageCostsItsOwnLength) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
   const std::uint64_t file_size = 1u << 20;
   ScratchFile file(file_size, 21);
   int code = in_forked_child(kChildSeconds, [&] {
@@ -64,6 +73,7 @@ TEST(MemoryBound, ARegionSmallerThanAPageCostsItsOwnLength) {
 // Large pages over a larger file: buffer_size + fillers x (staging + one page), staging being one page here.
 TEST(MemoryBound, LargePagesStayWithinTheBufferAndTheFillersStaging) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
   const std::size_t page = 16u << 20;
   const std::uint64_t file_size = 6 * page;
   ScratchFile file(file_size, 21);
@@ -83,6 +93,7 @@ TEST(MemoryBound, LargePagesStayWithinTheBufferAndTheFillersStaging) {
 // buffer fits in the limit less what the process already uses.
 TEST(MemoryCgroup, TheDefaultBufferFitsTheLimitAndAReadLargerThanItFinishes) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
   TestCgroup cgroup("memory");
   if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
   const std::uint64_t limit = 160u << 20;

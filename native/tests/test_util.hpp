@@ -121,6 +121,17 @@ class TestCgroup {
   std::string why_;
 };
 
+inline bool thread_sanitizer() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#endif
+#endif
+  return false;
+}
+
 // Runs `body` in a forked child killed by SIGALRM after `seconds`; returns its exit status, or 128 + the
 // signal that ended it.
 template <typename Body>
