@@ -139,8 +139,8 @@ TEST(Fork, CApiChildExitsAndMapsWithAPagerOfItsOwn) {
   }
 }
 
-// Forks while other threads map, fault, flush and unmap: a child never waits on a lock that was held at
-// the fork, whether it exits normally or maps a file of its own.
+// Forks while another thread maps, faults, flushes and unmaps: a child that flushes and exits never
+// waits on a lock that was held at the fork.
 TEST(Fork, ChildrenForkedWhileThePagerIsBusyExitWithoutWaiting) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   ForkingWithPagerThreads forking;
