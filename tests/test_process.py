@@ -11,6 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from autopager.memory_limit import MemoryLimit, MemoryLimitError
 from conftest import REPO
 
 N = 1 << 16  # int64 values: 512 KiB, 128 pages of 4 KiB
@@ -94,30 +95,15 @@ def test_a_pager_whose_buffers_cannot_be_allocated_raises(tmp_path):
     assert done.stdout.startswith("raised ENOMEM"), done.stdout + done.stderr
 
 
-def _own_cgroup(controller: str) -> str:
-    with open("/proc/self/cgroup") as groups:
-        for line in groups:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if controller in controllers.split(","):
-                return f"/sys/fs/cgroup/{controller}{'' if path == '/' else path}"
-    return ""
-
-
 @pytest.fixture
 def memory_cgroup_160mib():
-    """A child memory cgroup (v1) of 160 MiB under this process's own; skips, saying why, without one."""
-    own = _own_cgroup("memory")
-    if not own or not os.access(own, os.W_OK):
-        pytest.skip("no writable cgroup v1 memory hierarchy for this process")
-    path = os.path.join(own, f"autopager-pytest-{os.getpid()}")
+    """A child memory cgroup of 160 MiB (the package's MemoryLimit); skips, saying why, without one."""
     try:
-        os.mkdir(path)
-        with open(os.path.join(path, "memory.limit_in_bytes"), "w") as limit:
-            limit.write(str(160 << 20))
-    except OSError as error:
-        pytest.skip(f"cannot create a memory cgroup under {own}: {error}")
-    yield path
-    os.rmdir(path)
+        limit = MemoryLimit(160 << 20).__enter__()
+    except MemoryLimitError as error:
+        pytest.skip(str(error))
+    yield limit
+    limit.__exit__(None, None, None)
 
 
 READ_SCRIPT = textwrap.dedent("""
@@ -140,12 +126,8 @@ def test_reading_more_than_the_memory_cgroup_holds_finishes(tmp_path, memory_cgr
     path = tmp_path / "values.i64"
     np.arange(24 << 20, dtype=np.int64).tofile(path)  # 192 MiB
 
-    def enter():
-        with open(os.path.join(memory_cgroup_160mib, "cgroup.procs"), "w") as procs:
-            procs.write(str(os.getpid()))
-
     done = subprocess.run([sys.executable, "-c", READ_SCRIPT, str(path), how], capture_output=True, text=True,
-                          timeout=600, cwd=tmp_path, preexec_fn=enter,
+                          timeout=600, cwd=tmp_path, preexec_fn=memory_cgroup_160mib.enter,
                           env={**os.environ, "PYTHONPATH": str(REPO), "OPENBLAS_NUM_THREADS": "1"})
     assert done.returncode == 0, f"status {done.returncode} (-9: the out-of-memory killer)\n{done.stderr}"
     assert f"read {192 << 20}" in done.stdout
