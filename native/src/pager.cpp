@@ -354,6 +354,10 @@ void Pager::prefetch(void* const* addresses, std::size_t count) { impl_->prefetc
 Stats Pager::stats() const { return impl_->stats(); }
 const Config& Pager::config() const { return impl_->config(); }
 bool Pager::has_write_protect() const { return impl_->has_write_protect(); }
+std::size_t Pager::mapped_length(const void* base) const {
+  RegionPtr region = impl_->inherited() ? nullptr : impl_->regions().find(base);
+  return region && region->base == base ? region->mapped_length() : 0;
+}
 void* Pager::region_base(const void* address, std::size_t* length) const {
   if (impl_->inherited()) return nullptr;
   RegionPtr region = impl_->regions().find(address);

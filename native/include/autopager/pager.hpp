@@ -63,6 +63,9 @@ class Pager {
   bool has_write_protect() const;
   // The region holding `address` and its length, or nullptr.
   void* region_base(const void* address, std::size_t* length = nullptr) const;
+  // What the region at `base` spans in the address space (its length in whole pages of the region's
+  // page size, which is smaller than page_size for a region shorter than a page), or 0.
+  std::size_t mapped_length(const void* base) const;
   // True in a child process that inherited this pager through fork(). Such a pager serves nothing:
   // its regions are not mapped in the child (MADV_DONTFORK: a touch is SIGSEGV), flush() has nothing
   // to write, unmap() and region_base() know no region, map() fails; destroying it frees nothing, and
