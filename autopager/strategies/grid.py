@@ -1,5 +1,11 @@
-"""Grid search: every feasible combination of the space's sampled values (the paper's exhaustive baseline)."""
+"""Grid search: every feasible combination of the space's sampled values (the paper's exhaustive baseline).
+
+The points come in an order shuffled with the seed, so a grid cut short by ``budget.trials`` is an even sample of
+the whole space, not a sweep of its last parameter.
+"""
 from __future__ import annotations
+
+import random
 
 from autopager.strategies.base import SearchStrategy
 
@@ -9,5 +15,7 @@ class GridStrategy(SearchStrategy):
         return self.space.grid_size() - self.space.contains(self.space.defaults)  # the defaults are measured first
 
     def search(self):
-        for params in self.space.grid():  # not `yield from`: the losses sent back are not for grid()
+        points = list(self.space.grid())
+        random.Random(self.seed).shuffle(points)
+        for params in points:  # not `yield from`: the losses sent back are not for the list
             yield params

@@ -38,6 +38,7 @@ class Buffer {
 
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
   std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t low_water() const { return low_water_; }
   EvictionPolicy& policy() { return *policy_; }
   // Serializes every change of one page's state (fill, write-back, eviction).
   std::mutex& lock_for(const Region& region, std::uint64_t page) {

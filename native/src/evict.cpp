@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "pager_threads.hpp"
+
 namespace autopager {
 namespace {
 // Pages evicted together: their memory goes in one call with one TLB flush.
@@ -11,13 +13,21 @@ constexpr auto kWhileWriteBacksFail = std::chrono::milliseconds(20);
 }  // namespace
 
 EvictorPool::EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging) : buffer_(buffer), paging_(paging) {
-  for (unsigned i = 0; i < evictors; ++i) threads_.emplace_back([this] { run(); });
+  try {
+    for (unsigned i = 0; i < evictors; ++i) threads_.push_back(start_pager_thread([this] { run(); }));
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
-EvictorPool::~EvictorPool() {
+EvictorPool::~EvictorPool() { stop(); }
+
+void EvictorPool::stop() {
   stop_.store(true);
   buffer_.wake_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void EvictorPool::run() {

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
 #include <system_error>
+
+#include "pager_threads.hpp"
 
 namespace autopager {
 namespace {
@@ -61,10 +66,24 @@ FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, 
     : config_(config), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-  for (unsigned i = 0; i < config_.fillers; ++i) fillers_.emplace_back([this] { serve(); });
+  try {
+    for (unsigned i = 0; i < config_.fillers; ++i) fillers_.push_back(start_pager_thread([this] { serve(); }));
+    std::unique_lock<std::mutex> lock(mutex_);
+    set_up_.wait(lock, [&] { return set_up_count_ == fillers_.size(); });
+    if (setup_error_) std::rethrow_exception(setup_error_);
+  } catch (...) {
+    stop();
+    close(stop_event_);
+    throw;
+  }
 }
 
 FillerPool::~FillerPool() {
+  stop();
+  close(stop_event_);
+}
+
+void FillerPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopped_ = true;
@@ -73,7 +92,14 @@ FillerPool::~FillerPool() {
   (void)!write(stop_event_, &one, sizeof one);  // wakes the reader, and every filler waiting on its ring
   idle_.notify_all();
   for (auto& t : fillers_) t.join();
-  close(stop_event_);
+  fillers_.clear();
+}
+
+void FillerPool::report_setup(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error && !setup_error_) setup_error_ = error;
+  ++set_up_count_;
+  set_up_.notify_all();
 }
 
 void FillerPool::prefetch(PageRef page) {
@@ -83,10 +109,25 @@ void FillerPool::prefetch(PageRef page) {
 }
 
 void FillerPool::serve() {
-  Filler self(config_, stop_event_);
-  std::vector<uffd_msg> messages(config_.max_fault_events);
+  // Set up here, not by the constructor: a ring takes submissions only from the thread that made it.
+  std::unique_ptr<Filler> filler;
+  std::vector<uffd_msg> messages;
   std::vector<Fault> batch;
-  batch.reserve(messages.size());
+  try {
+    filler = std::make_unique<Filler>(config_, stop_event_);
+    messages.resize(config_.max_fault_events);
+    batch.reserve(messages.size());
+  } catch (const std::bad_alloc&) {
+    report_setup(std::make_exception_ptr(std::system_error(
+        ENOMEM, std::generic_category(),
+        "allocating a filler's read buffers (pages of " + std::to_string(config_.page_size) + " bytes)")));
+    return;
+  } catch (...) {
+    report_setup(std::current_exception());
+    return;
+  }
+  report_setup(nullptr);
+  Filler& self = *filler;
 
   std::unique_lock<std::mutex> lock(mutex_);
   bool may_lead = true;  // false just after handing the role on: first do what it was handed on for

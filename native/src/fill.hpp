@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,6 +29,8 @@ namespace autopager {
 
 class FillerPool {
  public:
+  // Starts the fillers once each has its buffers and ring; throws std::system_error (ENOMEM, EAGAIN)
+  // when a thread or a buffer cannot be had, with no thread left running.
   FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
              StatsCounters& stats);
   ~FillerPool();
@@ -57,6 +60,9 @@ class FillerPool {
   enum class Start { kQueued, kNotNeeded, kInPlace };
 
   void serve();
+  void stop();
+  // A filler's setup (its buffers and ring) ended: `error` is null when it succeeded.
+  void report_setup(std::exception_ptr error);
   // Runs as the fault reader until the role must go to another filler; false, or true at shutdown.
   bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<uffd_msg>& messages,
             std::vector<Fault>& batch);
@@ -97,6 +103,9 @@ class FillerPool {
   bool reader_active_ = false;
   unsigned idle_fillers_ = 0;
   bool stopped_ = false;
+  std::condition_variable set_up_;
+  unsigned set_up_count_ = 0;       // fillers whose setup ended
+  std::exception_ptr setup_error_;  // the first setup that failed
   std::vector<std::thread> fillers_;
 };
 

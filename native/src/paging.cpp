@@ -254,8 +254,8 @@ std::size_t Paging::evict(std::size_t most) {
     Region& region = *victim->region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page));
     // Stale: evicted (and maybe being filled again) since, or its region is being unmapped (which
-    // releases its pages itself).
-    if (region.closing.load()) continue;
+    // releases its pages itself). A pinned page leaves the policy for good.
+    if (region.closing.load() || region.pinned(victim->page)) continue;
     if (region.state(victim->page) == PageState::kPoisoned) {
       region.set_state(victim->page, PageState::kEvicting);
       poisoned.push_back(std::move(*victim));

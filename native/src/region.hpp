@@ -37,7 +37,8 @@ struct Region : std::enable_shared_from_this<Region> {
         writable(writable),
         track_writes(track_writes),
         read_ahead(read_ahead),
-        states(new std::atomic<std::uint8_t>[page_count]()) {}
+        states(new std::atomic<std::uint8_t>[page_count]()),
+        pins(new std::atomic<std::uint64_t>[(page_count + 63) / 64]()) {}
 
   const std::uint64_t id;
   char* const base;
@@ -80,8 +81,23 @@ struct Region : std::enable_shared_from_this<Region> {
   // A filling or evicting page changes state within microseconds, without anyone's help.
   void wait_while_in_transit(std::uint64_t page) const;
 
+  // A pinned page (umap_fetch_and_pin) is never evicted; it goes when its region is unmapped.
+  bool pinned(std::uint64_t page) const { return (pins[page / 64].load(std::memory_order_acquire) >> (page % 64)) & 1; }
+  std::uint64_t pinned_count() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t word = 0; word < (page_count + 63) / 64; ++word)
+      n += static_cast<std::uint64_t>(__builtin_popcountll(pins[word].load(std::memory_order_acquire)));
+    return n;
+  }
+  // True when the page was not pinned before.
+  bool pin(std::uint64_t page) {
+    const std::uint64_t bit = 1ull << (page % 64);
+    return (pins[page / 64].fetch_or(bit, std::memory_order_acq_rel) & bit) == 0;
+  }
+
  private:
   std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> pins;
 };
 
 using RegionPtr = std::shared_ptr<Region>;

@@ -70,7 +70,7 @@ std::shared_ptr<Store> multi_file_store(const std::vector<std::tuple<std::string
 void bind_config(py::module_& m) {
   py::class_<Config>(m, "Config", "Paging parameters of one pager (see DESIGN.md); buffer in pages.")
       .def(py::init<>())
-      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of available memory.")
+      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of the memory this process can use (within its memory cgroup).")
       .def_static("from_environment", [] { return Config::from_environment(); },
                   "The defaults overridden by every UMAP_* variable that is set (ValueError on a bad one).")
       .def_readwrite("page_size", &Config::page_size)
