@@ -110,18 +110,9 @@ def help_text() -> str:
 
 # --- tune ---------------------------------------------------------------------------------------------------
 
-def check_budget(budget: Mapping[str, Any]) -> None:
-    trials, minutes = budget.get("trials"), budget.get("minutes")
-    if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
-        raise ConfigError(f"budget.trials must be a whole number of trials (0 or more), not {trials!r}")
-    if minutes is not None and (not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0):
-        raise ConfigError(f"budget.minutes must be a positive number, not {minutes!r}")
-
-
 def make_study(config: DictConfig, choices: Mapping[str, str]):
     from autopager.study import Study
 
-    check_budget(config.budget)
     return Study(config, space_name=choices.get("space", "default"))
 
 

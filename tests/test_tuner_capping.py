@@ -16,7 +16,7 @@ AT_OPTIMUM = ["workload=synthetic", "workload.size=200", "workload.buffer_size=1
 
 def test_a_trial_that_would_take_20x_the_incumbent_costs_at_most_cap_x(tuner_home, capsys):
     assert main(["tune", *AT_OPTIMUM, "runner.cap=2", "runner.cap_floor=0", "confirm.rounds=0"]) == 0
-    table = pd.read_csv("outputs/synthetic/pagesize-size200/trials.csv").set_index("page_size")
+    table = pd.read_csv("outputs/synthetic/pagesize-size200-buf16GiB/trials.csv").set_index("page_size")
     incumbent, slow = table.loc[256 << 10], table.loc[1 << 30]
     assert incumbent.status == "ok" and slow.status == "capped" and pd.isna(slow.value)
     bound = 2 * incumbent.wall_seconds / len(str(incumbent.repeats).split(";"))
@@ -30,7 +30,7 @@ def test_a_trial_that_would_take_20x_the_incumbent_costs_at_most_cap_x(tuner_hom
 def test_a_capped_defaults_run_gives_a_speedup_of_at_least(tuner_home, capsys):
     assert main(["tune", *AT_OPTIMUM[:-2], "baseline.page_size=1GiB", "strategy=pagesize",
                  "space.page_size={values:[256KiB,1GiB]}", "runner.defaults_timeout=0.5", "confirm.rounds=0"]) == 0
-    table = pd.read_csv("outputs/synthetic/pagesize-size200/trials.csv")
+    table = pd.read_csv("outputs/synthetic/pagesize-size200-buf16GiB/trials.csv")
     assert table.status[0] == "capped" and table.kind[0] == "default"
     assert "speedup over defaults:    at least " in capsys.readouterr().out
 
@@ -39,7 +39,7 @@ def test_confirmation_measures_the_defaults_and_the_best_in_rounds_and_saves_the
     args = ["workload=synthetic", "workload.size=2", "runner.page_cache=evict", "strategy=random",
             "strategy.trials=6", "confirm.rounds=3", "confirm.candidates=2", "noise.defaults_every=3"]
     assert main(["tune", *args]) == 0
-    table = pd.read_csv("outputs/synthetic/random-size2/trials.csv")
+    table = pd.read_csv("outputs/synthetic/random-size2-buf64MiB/trials.csv")
     confirm = table[table.kind == "confirm"]
     best_two = table[table.kind == "search"].nsmallest(2, "value").trial
     assert sorted(confirm.confirms.unique()) == sorted([0, *best_two])  # the defaults (trial 0) and the best two
@@ -78,7 +78,7 @@ def test_a_trial_within_the_noise_of_the_incumbent_is_measured_again(tuner_home)
     # 512KiB costs 1.15 times the optimum (256KiB): within 2 x 20% assumed noise, so measured again, to 3 runs
     assert main(["tune", *AT_OPTIMUM[:-1], "space.page_size={values:[256KiB,512KiB]}", "workload.size=5",
                  "noise.assumed=0.2", "noise.max_runs=3", "confirm.rounds=0", "noise.defaults_runs=1"]) == 0
-    table = pd.read_csv("outputs/synthetic/pagesize-size5/trials.csv").set_index("page_size")
+    table = pd.read_csv("outputs/synthetic/pagesize-size5-buf16GiB/trials.csv").set_index("page_size")
     assert len(str(table.repeats[256 << 10]).split(";")) == 1    # far from the defaults: one run decides
     runs = [float(v) for v in str(table.repeats[512 << 10]).split(";")]
     assert len(runs) == 3 and table.value[512 << 10] == pytest.approx(sorted(runs)[1])

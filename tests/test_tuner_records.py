@@ -18,7 +18,7 @@ SYNTHETIC = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict",
              "noise.defaults_runs=1", "noise.max_runs=1",
              "space.page_size={min:16KiB,max:1MiB,factor:2}", "space.fillers={values:[1,4]}", "space.evictors=2",
              "space.evict_high_water=80", "space.evict_low_water=50", "space.read_ahead=4"]
-TABLE = Path("outputs/synthetic/random-size1/trials.csv")
+TABLE = Path("outputs/synthetic/random-size1-buf64MiB/trials.csv")
 
 
 def tune_random(trials: int) -> int:
