@@ -3,17 +3,20 @@
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
 configuration, and ``trials.csv``, one row a trial: its parameters, status, metric (the median of the
 repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr, when it was asked for,
-how long the strategy took to propose it and what proposed it. The table is rewritten after every trial, so a
-study killed at any moment loses at most the trial in flight; running it again (same workload, space,
-strategy and study name) gives the finished trials back to the strategy and goes on.
-
-A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
-its points to one point of the sampled space): that trial is not run again; its recorded result is given
-back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
+how long the strategy took to propose it and what proposed it, the node it ran on and when its run started
+and ended there. Trials run through the study's launcher (autopager.launchers), ``launcher.workers`` at once.
+The table is rewritten after every trial, and the trials in flight are listed in ``in_flight.json``
+(autopager.in_flight), so a study killed at any moment loses no finished trial; running it again (same
+workload, space, strategy and study name) runs again the trials that were in flight, gives the finished trials
+back to the strategy and goes on.
 
 With ``baseline.mmap=true`` the study also measures the workload on the kernel's mmap after the defaults
 (autopager/kernel_mmap.py): a row of kind ``mmap``, which is no trial (no strategy is told of it). A strategy that
 keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.save``), for the analysis.
+
+A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
+its points to one point of the sampled space): that trial is not run again; its recorded result is given
+back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from autopager.errors import ConfigError, StudyError
+from autopager.in_flight import InFlight, InFlightRecord
+from autopager.launchers import TrialResult, make_launcher
 from autopager.kernel_mmap import MMAP, mmap_runner
 from autopager.params import PARAMETERS, format_size
 from autopager.profiles import save_profile, this_machine
@@ -37,10 +42,13 @@ from autopager.progress import Progress, format_value, speedup
 from autopager.runner import Measurement, Runner
 from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
+from autopager.strategies.base import Key, Strategy, key
+from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
 
 COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
-           "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from"]
+           "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from", "node",
+           "run_started", "run_ended"]
 INTEGER_COLUMNS = ["trial", "exit_code", "reused_from", *PARAMETERS]
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
@@ -87,7 +95,8 @@ class StudyTable:
 
     def _read(self) -> list[dict[str, Any]]:
         frame = pd.read_csv(self.path, dtype={"kind": str, "status": str, "error": str, "stderr_tail": str,
-                                               "repeats": str, "started": str, "proposed_by": str})
+                                               "repeats": str, "started": str, "proposed_by": str, "node": str,
+                                               "run_started": str, "run_ended": str})
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         for row in rows:
             for column in INTEGER_COLUMNS:
@@ -153,24 +162,40 @@ class Study:
         per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
         return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
 
-    def measure(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None,
-                runner: Runner | None = None) -> dict[str, Any]:
-        """Run a trial and append it to the table; ``seconds`` counts from when it was asked for."""
+    def launch(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None) -> dict[str, Any] | None:
+        """Hand a trial to the launcher; an infeasible one is recorded at once, not run (its row returned)."""
         proposal = proposal or Proposal.starting()
-        if self.space.feasible(params):
-            result = (runner or self.runner).measure(params, timeout)
-        else:
-            result = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
+        entry = InFlight(dict(params), kind, timeout, proposal.started, proposal.ask_seconds, proposal.proposed_by)
+        if not self.space.feasible(params):
+            failure = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
+            return self.record(entry, TrialResult(failure), time.perf_counter() - proposal.begin)
+        self.pool.submit(entry, proposal.begin)
+        return None
+
+    def record(self, entry: InFlight, result: TrialResult, seconds: float) -> dict[str, Any]:
+        """Append a finished trial to the table (then strike it off the in-flight record)."""
+        measured = result.measurement
         row = {
-            "trial": len(self.table.rows), "kind": kind, "status": "ok" if result.ok else "failed",
-            "value": result.value, **{name: params.get(name) for name in PARAMETERS},
-            "repeats": ";".join(f"{v:.6g}" for v in result.values), "wall_seconds": result.wall_seconds,
-            "seconds": time.perf_counter() - proposal.begin, "timeout": timeout, "exit_code": result.exit_code,
-            "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,
-            "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by, "reused_from": None,
+            "trial": len(self.table.rows), "kind": entry.kind, "status": "ok" if measured.ok else "failed",
+            "value": measured.value, **{name: entry.params.get(name) for name in PARAMETERS},
+            "repeats": ";".join(f"{v:.6g}" for v in measured.values), "wall_seconds": measured.wall_seconds,
+            "seconds": seconds, "timeout": entry.timeout, "exit_code": measured.exit_code,
+            "error": measured.error or None, "stderr_tail": measured.stderr_tail or None, "started": entry.started,
+            "ask_seconds": entry.ask_seconds, "proposed_by": entry.proposed_by, "reused_from": None,
+            "node": result.node, "run_started": result.run_started, "run_ended": result.run_ended,
         }
         self.table.append(row)
+        self.pool.recorded(entry)
         return row
+
+    def finished(self, limit: int | None) -> list[tuple[InFlight, dict[str, Any]]]:
+        """Wait for trials in flight to end; record and report each."""
+        done = []
+        for entry, result, seconds in self.pool.wait():
+            row = self.record(entry, result, seconds)
+            self.report(row, limit)
+            done.append((entry, row))
+        return done
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
@@ -198,7 +223,18 @@ class Study:
         return pick(rows, key=lambda row: row["value"]) if rows else None
 
     def tuning_seconds(self) -> float:
-        return sum(row["seconds"] or 0.0 for row in self.table.rows)
+        """The time spent with a trial asked for or running: the union of the trials' spans (``seconds`` from
+        ``started``), so that trials run at the same time on several nodes count once."""
+        timed = [row for row in self.table.rows if row["seconds"] is not None]
+        spans = sorted((start, start + row["seconds"]) for row in timed if row["started"]
+                       for start in [datetime.datetime.fromisoformat(row["started"]).timestamp()])
+        total = sum(row["seconds"] for row in timed if not row["started"])
+        covered = -math.inf
+        for start, end in spans:
+            if end > covered:
+                total += end - max(start, covered)
+                covered = end
+        return total
 
     def trial_limit(self, planned: int | None) -> int | None:
         return self.config.budget.trials if self.config.budget.trials is not None else planned
@@ -206,32 +242,75 @@ class Study:
     def run(self) -> dict[str, Any]:
         """Measure the defaults (unless a resumed study has), then the strategy's trials; the summary."""
         self.begin()
-        default = self.defaults()
-        kernel = self.kernel_mmap(default)
-        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
-                                 int(self.config.seed))
-        for row in self.table.rows:  # the defaults, and a resumed study's trials
-            if row["kind"] != MMAP:
-                strategy.tell(row_params(row), outcome(row), row.get("proposed_by"))
-        limit = self.trial_limit(strategy.planned_trials())
-        shown_limit = None if limit is None else limit + (kernel is not None)  # the last trial's number
-        while self.within_budget(limit):
-            proposal = Proposal.starting()
-            params = strategy.ask()
-            if params is None:
-                break
-            proposal = dataclasses.replace(proposal, ask_seconds=time.perf_counter() - proposal.begin,
-                                           proposed_by=strategy.proposed_by)
-            earlier = self.measured(params)
-            if earlier is None:
-                self.progress.running(len(self.table.rows), shown_limit, params)
-                row = self.measure(params, "search", self.timeout(default), proposal)
-            else:
-                row = self.reuse(earlier, proposal)
-            strategy.tell(params, outcome(row))
-            self.report(row, shown_limit)
+        launcher = make_launcher(self.config.launcher, self.directory)
+        with launcher:
+            self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
+                                  OmegaConf.to_container(self.config.runner, resolve=True))
+            self.rerun_left_trials()
+            default = self.defaults()
+            kernel = self.kernel_mmap(default)
+            while self.pool.count:  # the trials an earlier tuner left, run again: in the table before the search
+                self.finished(None)
+            strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                     int(self.config.seed))
+            for row in self.table.rows:  # the defaults, and a resumed study's trials
+                if row["kind"] != MMAP:
+                    strategy.tell(row_params(row), outcome(row), proposed_by=row.get("proposed_by"))
+            limit = self.trial_limit(strategy.planned_trials())
+            shown_limit = None if limit is None else limit + (kernel is not None)  # the last trial's number
+            self.search(strategy, limit, shown_limit, self.timeout(default))
         strategy.save(self.directory)
         return self.finish(default, kernel)
+
+    def search(self, strategy: Strategy, limit: int | None, shown_limit: int | None, timeout: float) -> None:
+        """Keep the launcher's workers busy with the strategy's proposals until the strategy or the budget ends.
+
+        A strategy with nothing to propose while trials are in flight (a line search waiting for its results,
+        Ax at the end of its initialization) is asked again when one ends. Parameters proposed while the same
+        ones are in flight are not run twice: when that trial ends, they get its result (a ``reused`` row).
+        ``shown_limit``: the last trial's number, for the progress lines.
+        """
+        followers: dict[Key, list[tuple[Params, Proposal]]] = {}
+        proposing = True
+        while True:
+            while proposing and self.pool.free():
+                if not self.within_budget(limit, self.pool.count + sum(map(len, followers.values()))):
+                    proposing = False  # the budget only shrinks
+                    break
+                proposal = Proposal.starting()
+                params = strategy.ask()
+                if params is None:
+                    break
+                proposal = dataclasses.replace(proposal, ask_seconds=time.perf_counter() - proposal.begin,
+                                               proposed_by=strategy.proposed_by)
+                earlier = self.measured(params)
+                if earlier is None and key(params) in self.pool.keys():
+                    followers.setdefault(key(params), []).append((params, proposal))
+                    continue
+                if earlier is None:
+                    if self.pool.launcher.workers == 1:
+                        self.progress.running(len(self.table.rows), shown_limit, params)
+                    row = self.launch(params, "search", timeout, proposal)
+                else:
+                    row = self.reuse(earlier, proposal)
+                if row is not None:
+                    strategy.tell(params, outcome(row))
+                    self.report(row, shown_limit)
+            if not self.pool.count:
+                return
+            for entry, row in self.finished(shown_limit):
+                strategy.tell(entry.params, outcome(row), proposed_by=entry.proposed_by)
+                for params, proposal in followers.pop(key(entry.params), []):
+                    reused = self.reuse(row, proposal)
+                    strategy.tell(params, outcome(reused))
+                    self.report(reused, shown_limit)
+
+    def rerun_left_trials(self) -> None:
+        again = self.pool.left_by_earlier_tuner(self.table.rows)
+        if again:
+            self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
+        for entry in again:
+            self.pool.submit(entry)
 
     def begin(self) -> None:
         """Create the study directory with the resolved configuration; prepare the workload."""
@@ -252,9 +331,12 @@ class Study:
         done = self.ok_rows("default")
         if done:
             return done[0]
-        self.progress.running(len(self.table.rows), None, self.baseline)
-        row = self.measure(self.baseline, "default", self.timeout(None))
-        self.report(row, None)
+        row = None
+        if not any(entry.kind == "default" for entry in self.pool.flying.values()):  # not left by a killed tuner
+            self.progress.running(len(self.table.rows), None, self.baseline)
+            row = self.launch(self.baseline, "default", self.timeout(None))
+        while row is None:
+            row = next((row for entry, row in self.finished(None) if entry.kind == "default"), None)
         if row["status"] != "ok":
             raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
         return row
@@ -269,14 +351,17 @@ class Study:
             return done[-1]
         limit = format_size(self.mmap_runner.memory_limit)
         self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
-        row = self.measure({}, MMAP, self.timeout(default), runner=self.mmap_runner)
+        row = self.launch({}, MMAP, self.timeout(default))  # on a node, in a memory cgroup there
+        while row is None:
+            row = next((row for entry, row in self.finished(None) if entry.kind == MMAP), None)
         outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] == "ok"
                         else f"FAILED ({row['error']})")
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
         return row
 
-    def within_budget(self, limit: int | None) -> bool:
-        if limit is not None and sum(row["kind"] not in ("default", MMAP) for row in self.table.rows) >= limit:
+    def within_budget(self, limit: int | None, pending: int = 0) -> bool:
+        """Whether another trial may start, with ``pending`` trials started and not yet recorded."""
+        if limit is not None and sum(row["kind"] not in ("default", MMAP) for row in self.table.rows) + pending >= limit:
             return False
         minutes = self.config.budget.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
