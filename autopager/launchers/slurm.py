@@ -44,10 +44,10 @@ class SlurmLauncher(Launcher):
         self.cluster = options.get("cluster")
         self.folder = directory / "slurm"
         try:
-            self.executor = submitit.AutoExecutor(folder=self.folder / "%j", cluster=self.cluster)
+            self.executor = submitit.AutoExecutor(folder=self.folder, cluster=self.cluster)
         except RuntimeError as error:  # no srun/sbatch here
             raise ConfigError(f"launcher=slurm: {error} (launcher.cluster=local runs the jobs on this machine)") from None
-        parameters = {"name": f"autopager-{directory.parent.name}", "nodes": 1, "tasks_per_node": 1,
+        parameters = {"name": f"autopager-{directory.parent.name}-{directory.name}", "nodes": 1, "tasks_per_node": 1,
                       "timeout_min": int(options.get("time_limit") or 60), "slurm_exclusive": True}
         for option in ("partition", "account"):
             if options.get(option):
@@ -88,7 +88,7 @@ class SlurmLauncher(Launcher):
     def cancel(self, handle: str) -> None:
         job = self.running.pop(handle, None)
         if job is None and self.cluster != "local":
-            job = self.submitit.SlurmJob(folder=self.folder / "%j", job_id=handle)  # left by an earlier tuner
+            job = self.submitit.SlurmJob(folder=self.folder, job_id=handle)  # left by an earlier tuner
         if job is not None:
             job.cancel(check=False)
 
