@@ -6,10 +6,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,10 +17,12 @@ import pytest
 from autopager.cli import main
 from conftest import REPO, autopager_process
 
+sys.path.insert(0, str(REPO / "experiments"))
+
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
 submitit = pytest.importorskip("submitit", reason="submitit is not installed (pip install '.[slurm]')")
+from ray_cluster import RESOURCE, local_cluster  # noqa: E402
 
-RESOURCE = "autopager_node"
 # runs of 0.3-2 s: page sizes 16KiB..1MiB by 4 (fillers 1 and 4), the rest at the optimum
 GRID = ["workload=synthetic", "workload.size=300", "runner.page_cache=evict", "strategy=grid",
         "space.page_size={min:16KiB,max:1MiB,factor:4}", "space.fillers={values:[1,4]}", "space.evictors=2",
@@ -32,61 +32,11 @@ GRID_TRIALS = 4 * 2
 PARAMS = ["page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def ray_node(*args: str, name: str, log: Path) -> subprocess.Popen:
-    """`ray start --block ...` in a session of its own: ending its process group ends that node."""
-    env = dict(os.environ, AUTOPAGER_NODE=name, RAY_USAGE_STATS_ENABLED="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    return subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--block", "--num-cpus=1",
-                             "--node-ip-address=127.0.0.1", f"--resources={json.dumps({RESOURCE: 1})}", *args],
-                            env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A head and a worker node on loopback, each declaring one unit of the node resource; its address."""
-    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths must fit
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    nodes = [ray_node("--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}", name="head",
-                      log=temp / "head.log")]
-    try:
-        deadline = time.monotonic() + 120
-        while subprocess.run([str(Path(sys.executable).parent / "ray"), "status", f"--address={address}"],
-                             capture_output=True).returncode != 0:
-            assert nodes[0].poll() is None and time.monotonic() < deadline, (temp / "head.log").read_text()
-            time.sleep(1)
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
-        try:
-            for attempt in range(3):  # a loaded machine can exceed the 30 s Ray gives a node to register
-                nodes.append(ray_node(f"--address={address}", name="worker1", log=temp / f"worker1-{attempt}.log"))
-                while ray.cluster_resources().get(RESOURCE, 0) < 2 and nodes[-1].poll() is None:
-                    assert time.monotonic() < deadline + 120 * attempt, (temp / f"worker1-{attempt}.log").read_text()
-                    time.sleep(1)
-                if nodes[-1].poll() is None:
-                    break
-            assert ray.cluster_resources().get(RESOURCE, 0) == 2, (temp / f"worker1-{attempt}.log").read_text()
-        finally:
-            ray.shutdown()
+    with local_cluster([("head", 1), ("worker1", 1)]) as address:
         yield address
-    finally:
-        for node in reversed(nodes):  # only the nodes started here (never `ray stop`: other clusters may run)
-            stop(node)
 
 
 def table(study: str) -> pd.DataFrame:
