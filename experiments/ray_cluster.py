@@ -80,7 +80,14 @@ def local_cluster(nodes: Sequence[tuple[str, int]]) -> Iterator[str]:
             if started[0].poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the Ray head did not start:\n{(temp / f'{head}.log').read_text()}")
             time.sleep(1)
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        while True:  # the head answers `ray status` a little before it takes drivers on a loaded machine
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                break
+            except (ConnectionError, RuntimeError):
+                if started[0].poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(2)
         try:
             total = units
             for name, units in others:
