@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESOURCE = "autopager_node"
 RAY = str(Path(sys.executable).parent / "ray")
 START_SECONDS = 120
-ATTEMPTS = 3  # a loaded machine can exceed the 30 s Ray gives a node to register
+ATTEMPTS = 5  # a loaded machine can exceed the 30 s Ray gives a node to register
 
 
 def free_port() -> int:
@@ -35,7 +35,7 @@ def free_port() -> int:
 
 
 def start_node(args: Sequence[str], name: str, units: int, log: Path) -> subprocess.Popen:
-    env = dict(os.environ, AUTOPAGER_NODE=name, RAY_USAGE_STATS_ENABLED="0",
+    env = dict(os.environ, AUTOPAGER_NODE=name, RAY_USAGE_STATS_ENABLED="0", RAY_raylet_start_wait_time_s="120",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     return subprocess.Popen([RAY, "start", "--block", "--num-cpus=1", "--node-ip-address=127.0.0.1",
                              f"--resources={json.dumps({RESOURCE: units})}", *args],
