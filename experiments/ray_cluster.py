@@ -64,30 +64,40 @@ def wait_for_units(expected: int, node: subprocess.Popen, log: Path) -> bool:
     return True
 
 
+def connect(head: subprocess.Popen, address: str, log: Path) -> bool:
+    """Connect this process to the head at ``address``; False if the head exits first (it did not start)."""
+    deadline = time.monotonic() + START_SECONDS
+    while True:  # `ray status` and then drivers are answered a little after the head process starts
+        if subprocess.run([RAY, "status", f"--address={address}"], capture_output=True).returncode == 0:
+            try:
+                ray.init(address=address, log_to_driver=False, configure_logging=False)
+                return True
+            except (ConnectionError, RuntimeError):
+                pass
+        if head.poll() is not None:
+            return False
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the Ray head did not start in {START_SECONDS} s:\n{log.read_text()}")
+        time.sleep(2)
+
+
 @contextlib.contextmanager
 def local_cluster(nodes: Sequence[tuple[str, int]]) -> Iterator[str]:
     """Nodes (name, units of the resource), the first the head; the cluster's address while they run."""
     temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # short: Ray's socket paths must fit
-    port = free_port()
-    address = f"127.0.0.1:{port}"
     started = []
     try:
         (head, units), others = nodes[0], nodes[1:]
-        started.append(start_node(["--head", f"--port={port}", "--include-dashboard=false", f"--temp-dir={temp}"],
-                                  head, units, temp / f"{head}.log"))
-        deadline = time.monotonic() + START_SECONDS
-        while subprocess.run([RAY, "status", f"--address={address}"], capture_output=True).returncode != 0:
-            if started[0].poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the Ray head did not start:\n{(temp / f'{head}.log').read_text()}")
-            time.sleep(1)
-        while True:  # the head answers `ray status` a little before it takes drivers on a loaded machine
-            try:
-                ray.init(address=address, log_to_driver=False, configure_logging=False)
+        for attempt in range(ATTEMPTS):
+            port = free_port()
+            address = f"127.0.0.1:{port}"
+            log = temp / f"{head}-{attempt}.log"
+            started.append(start_node(["--head", f"--port={port}", "--include-dashboard=false",
+                                       f"--temp-dir={temp}"], head, units, log))
+            if connect(started[-1], address, log):
                 break
-            except (ConnectionError, RuntimeError):
-                if started[0].poll() is not None or time.monotonic() > deadline:
-                    raise
-                time.sleep(2)
+        else:
+            raise RuntimeError(f"the Ray head did not start:\n{log.read_text()}")
         try:
             total = units
             for name, units in others:
