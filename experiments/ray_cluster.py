@@ -43,13 +43,21 @@ def start_node(args: Sequence[str], name: str, units: int, log: Path) -> subproc
 
 
 def stop_node(process: subprocess.Popen) -> None:
-    if process.poll() is None:
+    """End the node's process group (its Ray processes may outlive a `ray start` that gave up)."""
+    try:
         os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    time.sleep(1)
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # whatever did not end on SIGTERM
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def wait_for_units(expected: int, node: subprocess.Popen, log: Path) -> bool:
