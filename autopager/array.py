@@ -119,7 +119,8 @@ def normalize_order(order: str) -> str:
 @dataclass
 class ArrayPlan:
     """An array ready to be mapped: its store (checked, created or extended), layout and attributes.
-    Planning comes first so that a bad file or shape is reported before any pager starts."""
+    The paging parameters are checked (the pager made) before a plan touches any file; a bad file or shape is
+    reported before any region is mapped."""
 
     store: Optional[_native.Store]  # None for a zero-size array
     nbytes: int

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from autopager.errors import ConfigError, StudyError
+from autopager.exec import exec_command
 from autopager.params import PARAMETERS, system_page_size, to_environment
 from autopager.profiles import ProfileError, default_profile_dir, find_profile, list_profiles
 from autopager.progress import format_value, speedup
@@ -30,6 +31,8 @@ usage: autopager tune workload=NAME [KEY=VALUE ...]     find the best paging par
                                                      run a workload with its profile (or the defaults)
        autopager profile list | show NAME | export NAME [profile_dir=DIR]
        autopager report STUDY_DIR [--out DIR]           a study's analysis: Markdown and PNG plots
+       autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]
+                                                     run a program with its file mappings on the pager
        autopager --help"""
 
 EXAMPLES = """\
@@ -208,6 +211,8 @@ def help_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        if args and args[0] == "exec":  # before --help: the command's own options are its own
+            return exec_command(args[1:])
         if not args or args[0] in ("-h", "--help", "help") or {"-h", "--help"} & set(args[1:]):
             print(help_text())
             return 0

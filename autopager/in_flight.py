@@ -28,6 +28,9 @@ class InFlight:
     started: str                       # when it was asked for (the table's ``started``)
     ask_seconds: float = 0.0
     proposed_by: str | None = None
+    cap: float | None = None
+    confirms: int | None = None        # the trial a confirmation run confirms
+    continues: int | None = None       # the trial this one measures once more (a run added to its row)
     launcher: str | None = None        # the launcher that runs it, and its handle there
     handle: str | None = None
     id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)

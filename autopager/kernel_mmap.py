@@ -8,10 +8,12 @@ runs are repeated and bounded as a trial's. The study records it as a row of kin
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from autopager.memory_limit import check_memory_limits, pager_memory
 from autopager.runner import Runner
+from autopager.settings import RunnerSettings
 from autopager.workloads import Workload
 
 MMAP = "mmap"  # the row kind
@@ -23,5 +25,5 @@ def mmap_runner(workload: Workload, settings: Mapping[str, Any], repeats: int | 
     kernel = workload.kernel_mmap()
     limit = pager_memory(workload, settings.get("memory_headroom"))
     check_memory_limits(limit)
-    return Runner(kernel, repeats or int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]),
-                  memory_limit=limit)
+    runner = RunnerSettings.from_config({"runner": settings})
+    return Runner(kernel, dataclasses.replace(runner, repeats=repeats or runner.repeats), memory_limit=limit)

@@ -170,9 +170,8 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
     Raises FileNotFoundError, PermissionError (the mode needs an access the file forbids), ValueError
     (a shape that does not fit the file, a bad parameter) and OSError (userfaultfd unavailable).
     """
-    plan = plan_file_array(filename, dtype, mode, offset, shape, order)
-    with _chosen_pager(pager, profile, params) as chosen:
-        return chosen._map(plan)
+    with _chosen_pager(pager, profile, params) as chosen:  # parameters checked before the file is touched
+        return chosen._map(plan_file_array(filename, dtype, mode, offset, shape, order))
 
 
 def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
@@ -181,9 +180,8 @@ def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str 
     """A new zero-filled array, possibly larger than memory: on an unlinked scratch file in
     scratch_dir (store="file", the default) or in process memory (store="memory"). The pager is chosen
     as for memmap; buffer_size= bounds the memory it uses."""
-    plan = plan_scratch_array(shape, dtype, order, store, scratch_dir)
     with _chosen_pager(pager, profile, params) as chosen:
-        return chosen._map(plan)
+        return chosen._map(plan_scratch_array(shape, dtype, order, store, scratch_dir))
 
 
 @contextlib.contextmanager

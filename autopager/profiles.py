@@ -169,6 +169,14 @@ def save_profile(record: Mapping[str, Any], directory: Path | None = None) -> tu
         if (old.get("metric") == record["metric"] and old.get("value") is not None
                 and not is_better(record["value"], old["value"], record["goal"])):
             return path, False
+    return write_profile(record, directory), True
+
+
+def write_profile(record: Mapping[str, Any], directory: Path | None = None) -> Path:
+    """Write a profile (record as for save_profile), replacing any for the same workload, data and machine."""
+    directory = Path(directory) if directory else default_profile_dir()
+    found_on = record["found_on"]
+    path = profile_path(directory, record["workload"], found_on["workload"], found_on["machine"])
     data = dict(record)
     data["params"] = readable_params(record["params"])
     data.setdefault("date", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
@@ -176,4 +184,4 @@ def save_profile(record: Mapping[str, Any], directory: Path | None = None) -> tu
     temporary = path.with_suffix(".tmp")
     temporary.write_text(yaml.safe_dump(data, sort_keys=False))
     os.replace(temporary, path)
-    return path, True
+    return path

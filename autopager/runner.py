@@ -2,11 +2,15 @@
 
 Each run starts the program as a subprocess in its own session, with the parameters as UMAP_* variables
 (any UMAP_* variables of the caller are removed first), bounded by a timeout that kills the whole process
-group. Before each run the page cache is emptied so every run reads from storage: as root, all of it
+group. The run dies with the tuner, whatever ends it: an exception or signal in the tuner (the study turns
+SIGTERM into one) kills the run's process group before it propagates, and the program is started through
+util-linux's ``setpriv --pdeathsig KILL``, so the kernel kills it when the thread that started it dies, even of
+SIGKILL (the program's own children are only reached by the group kill). Before each run the page cache is emptied so every run reads from storage: as root, all of it
 (``sync; echo 3 > /proc/sys/vm/drop_caches``); otherwise the workload's data files are evicted with
 ``posix_fadvise(DONTNEED)`` (autopager/page_cache.py). With a memory limit, each run is in a memory cgroup of its
 own of that size (autopager/memory_limit.py). The metric is the value of the JSON object on the program's last line of
-standard output, or, for workloads that allow it, the process's wall time.
+standard output, or, for workloads that allow it (``time_process``, a metric in seconds to minimize, and a
+program that has not printed a result before: ``require_result``), the process's wall time.
 
 A crash, a timeout, a kill (the out-of-memory killer's SIGKILL included) or output without a result makes a
 failed run, described in ``error``; it never raises.
@@ -16,7 +20,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
+import sys
 import statistics
 import subprocess
 import time
@@ -24,17 +30,30 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from autopager.errors import ConfigError
+from autopager.goal import Goal
 from autopager.memory_limit import MemoryLimit, memory_cgroup, run_memory_limit
 from autopager.page_cache import drop_page_cache, evict_files
+from autopager.pagerstats import ENVIRONMENT as PRINT_STATS, pager_stats, without_stats
 from autopager.params import ENV_VARS, to_environment
+from autopager.settings import RunnerSettings
 from autopager.workloads import Workload
 
-PAGE_CACHE_MODES = ("auto", "evict", "keep")
+RESULT, WALL_TIME = "result", "wall time"  # what a run's value is: the program's result line, or its wall time
+
+
+def death_signal_launcher() -> list[str]:
+    """The words that make a program die with the thread that starts it (``setpriv`` from util-linux)."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        print("autopager: warning: setpriv (util-linux) not found: a trial outlives a tuner killed by SIGKILL",
+              file=sys.stderr)
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--"]
 
 
 @dataclass
 class Measurement:
-    """The outcome of a trial's runs: the median value of the repeats, or why it failed."""
+    """The outcome of a trial's runs: the median value of the repeats, or why it failed or was capped."""
     ok: bool
     value: float | None = None
     values: list[float] = field(default_factory=list)
@@ -43,6 +62,10 @@ class Measurement:
     error: str = ""
     stderr_tail: str = ""
     stats: dict[str, Any] = field(default_factory=dict)  # the program's own "stats", if it printed any
+    measured_by: str | None = None     # RESULT or WALL_TIME
+    capped: bool = False               # stopped at the cap: slower than the cap allowed (not ok)
+    timed_out: bool = False
+    pager_stats: dict[str, float] | None = None  # autopager.pagerstats of the last run, if it printed them
 
 
 def environment(params: Mapping[str, Any]) -> dict[str, str]:
@@ -87,27 +110,32 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
 
 
 class Runner:
-    def __init__(self, workload: Workload, repeats: int = 1, page_cache: str = "auto", stderr_lines: int = 20,
+    def __init__(self, workload: Workload, settings: RunnerSettings = RunnerSettings(),
                  memory_limit: int | None = None):
-        if page_cache not in PAGE_CACHE_MODES:
-            raise ValueError(f"page_cache must be one of {', '.join(PAGE_CACHE_MODES)}, not {page_cache!r}")
-        if repeats < 1:
-            raise ValueError(f"repeats must be at least 1, not {repeats}")
         self.workload = workload
-        self.repeats = repeats
-        self.page_cache = page_cache
-        self.stderr_lines = stderr_lines
         self.memory_limit = memory_limit
-        self._can_drop = page_cache == "auto" and os.geteuid() == 0
+        self.settings = settings
+        self.repeats = settings.repeats
+        self.page_cache = settings.page_cache
+        self.stderr_lines = settings.stderr_lines
+        self._can_drop = settings.page_cache == "auto" and os.geteuid() == 0
+        self._launcher = death_signal_launcher()
+        # the wall time is a value of the metric only where the metric is the process's time
+        self.times_process = workload.time_process and workload.metric == "seconds" and workload.goal is Goal.MINIMIZE
 
     @classmethod
-    def from_config(cls, workload: Workload, settings: Mapping[str, Any]) -> "Runner":
+    def from_config(cls, workload: Workload, section: Mapping[str, Any]) -> "Runner":
         """A runner from the ``runner`` settings; bad settings are a ConfigError."""
+        settings = RunnerSettings.from_config({"runner": section})
         try:
-            return cls(workload, int(settings["repeats"]), settings["page_cache"], int(settings["stderr_lines"]),
-                       run_memory_limit(settings.get("memory_limit"), workload, settings.get("memory_headroom")))
+            limit = run_memory_limit(section.get("memory_limit"), workload, section.get("memory_headroom"))
         except (TypeError, ValueError) as error:
             raise ConfigError(f"runner: {error}") from None
+        return cls(workload, settings, limit)
+
+    def require_result(self) -> None:
+        """The program prints a result line (its first run did): from now on, a run without one has failed."""
+        self.times_process = False
 
     def empty_page_cache(self) -> None:
         if self.page_cache == "keep":
@@ -123,30 +151,35 @@ class Runner:
         argv = self.workload.prepare_argv()
         return self._execute(argv, environment({}), timeout=None)[0] if argv else Measurement(ok=True)
 
-    def measure(self, params: Mapping[str, Any], timeout: float) -> Measurement:
-        """Run ``repeats`` times (stopping at the first failure) and keep the median."""
-        env = environment(params)
-        values, stats, wall = [], {}, 0.0
-        for _ in range(self.repeats):
+    def measure(self, params: Mapping[str, Any], timeout: float, cap: float | None = None,
+                runs: int | None = None) -> Measurement:
+        """Run ``runs`` (default ``repeats``) times, stopping at the first run that fails or is capped, and keep the
+        median. A run is killed after ``timeout`` seconds (failed) or, if smaller, ``cap`` seconds (capped)."""
+        env = {**environment(params), **PRINT_STATS}
+        limit = timeout if cap is None else min(timeout, cap)
+        values, wall, last = [], 0.0, Measurement(ok=True)
+        for _ in range(runs or self.repeats):
             self.empty_page_cache()
             with memory_cgroup(self.memory_limit) as cgroup:
-                run = self._result(*self._execute(self.workload.argv(), env, timeout, cgroup))
+                run = self._result(*self._execute(self.workload.argv(), env, limit, cgroup))
             wall += run.wall_seconds
+            if run.timed_out and limit < timeout:
+                run.capped, run.error = True, f"capped after {limit:.3g} s (slower than the cap allows)"
             if not run.ok:
                 run.wall_seconds, run.values = wall, values
                 return run
             values.append(run.value)
-            stats = run.stats
-        return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall,
-                           exit_code=0, stats=stats)
+            last = run
+        return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall, exit_code=0,
+                           stats=last.stats, measured_by=last.measured_by, pager_stats=last.pager_stats)
 
     def _execute(self, argv: Sequence[str], env: Mapping[str, str], timeout: float | None,
                  cgroup: MemoryLimit | None = None) -> tuple[Measurement, str]:
         """Run a command to its end: whether it exited with status 0, and its standard output."""
         start = time.perf_counter()
         try:
-            process = subprocess.Popen(argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, errors="replace",
+            process = subprocess.Popen([*self._launcher, *argv], env=dict(env), stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                                        start_new_session=True, preexec_fn=cgroup and cgroup.enter)
         except OSError as error:
             return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}"), ""
@@ -162,12 +195,22 @@ class Runner:
             process.wait()
             raise
         wall = time.perf_counter() - start
-        tail = "\n".join(stderr.splitlines()[-self.stderr_lines:])
+        stats = pager_stats(stderr)
+        tail = "\n".join(without_stats(stderr).splitlines()[-self.stderr_lines:])
         code = process.returncode
         if timed_out or code != 0:
             return Measurement(ok=False, wall_seconds=wall, exit_code=None if timed_out else code,
-                               error=describe_exit(code, timed_out, timeout or 0), stderr_tail=tail), stdout
-        return Measurement(ok=True, wall_seconds=wall, exit_code=code, stderr_tail=tail), stdout
+                               error=describe_exit(code, timed_out, timeout or 0), stderr_tail=tail,
+                               timed_out=timed_out, pager_stats=stats), stdout
+        return Measurement(ok=True, wall_seconds=wall, exit_code=code, stderr_tail=tail, pager_stats=stats), stdout
+
+    def _why_not_timed(self) -> str:
+        if not self.workload.time_process:
+            return ""
+        if self.workload.metric != "seconds" or self.workload.goal is not Goal.MINIMIZE:
+            return (f"; the metric ({self.workload.metric}, to {self.workload.goal}) is not the process's time, "
+                    f"so its wall time cannot stand for it")
+        return "; the program printed a result line before, so its wall time cannot stand for one"
 
     def _result(self, run: Measurement, stdout: str) -> Measurement:
         """The run with its metric: the result line's value, or the wall time where the workload allows."""
@@ -178,10 +221,12 @@ class Runner:
             value, error = result_value(result)
             stats = result.get("stats")
             run.stats = stats if isinstance(stats, dict) else {}
-        elif self.workload.time_process:
+            run.measured_by = RESULT
+        elif self.times_process:
             value, error = run.wall_seconds, ""
+            run.measured_by = WALL_TIME
         else:
-            value, error = None, no_result(stdout)
+            value, error = None, no_result(stdout) + self._why_not_timed()
         if value is None:
             run.ok, run.error = False, error
         else:

@@ -1,116 +1,86 @@
 """A study: the defaults' run, then the trials a strategy asks for, each appended to the study's table.
 
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
-configuration, and ``trials.csv``, one row a trial: its parameters, status, metric (the median of the
-repeats), the repeats, wall time, timeout, exit code, error and the tail of stderr, when it was asked for,
-how long the strategy took to propose it and what proposed it, the node it ran on and when its run started
-and ended there. Trials run through the study's launcher (autopager.launchers), ``launcher.workers`` at once.
-The table is rewritten after every trial, and the trials in flight are listed in ``in_flight.json``
-(autopager.in_flight), so a study killed at any moment loses no finished trial; running it again (same
-workload, space, strategy and study name) runs again the trials that were in flight, gives the finished trials
-back to the strategy and goes on.
-
-With ``baseline.mmap=true`` the study also measures the workload on the kernel's mmap after the defaults
-(autopager/kernel_mmap.py): a row of kind ``mmap``, which is no trial (no strategy is told of it). A strategy that
-keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.save``), for the analysis.
+configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.table), one row a trial: its
+parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error and the
+tail of stderr, when it was asked for, how long the strategy took to propose it and what proposed it. The table is
+rewritten after every trial. Trials run through the study's launcher (autopager.launchers), ``launcher.workers``
+at once, each with the node it ran on and when its run started and ended there; the trials in flight are listed
+in ``in_flight.json`` (autopager.in_flight), so a study killed at any moment loses no finished trial; running it
+again (same workload, space, strategy and study name) runs again the trials that were in flight, gives the
+finished trials back to the strategy and goes on. SIGTERM ends the study as Ctrl-C does: the trials in flight
+are killed, the finished ones are kept.
 
 A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
 its points to one point of the sampled space): that trial is not run again; its recorded result is given
 back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
+
+With ``baseline.mmap=true`` the study also measures the workload on the kernel's mmap after the defaults
+(autopager/kernel_mmap.py): a row of kind ``mmap``, which is no trial (no strategy is told of it). A strategy that
+keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.save``), for the analysis.
 """
 from __future__ import annotations
 
-import dataclasses
+import contextlib
 import datetime
 import math
-import os
+import signal
+import statistics
+import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-import pandas as pd
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
+from autopager.confirmation import Confirmation, Verdict
 from autopager.errors import ConfigError, StudyError
 from autopager.in_flight import InFlight, InFlightRecord
+from autopager.kernel_mmap import mmap_runner
 from autopager.launchers import TrialResult, make_launcher
-from autopager.kernel_mmap import MMAP, mmap_runner
-from autopager.params import PARAMETERS, format_size
-from autopager.profiles import save_profile, this_machine
-from autopager.progress import Progress, format_value, speedup
-from autopager.runner import Measurement, Runner
+from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, relative_noise, run_seconds, runs_of,
+                                 trial_row)
+from autopager.machine import this_machine
+from autopager.profiles import save_profile, write_profile
+from autopager.progress import Progress, format_value
+from autopager.runner import RESULT, Measurement, Runner
+from autopager.settings import StudySettings
+from autopager.params import format_size
 from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
 from autopager.strategies.base import Key, Strategy, key
+from autopager.studylock import StudyLock
+from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
 from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
 
-COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
-           "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from", "node",
-           "run_started", "run_ended"]
-INTEGER_COLUMNS = ["trial", "exit_code", "reused_from", *PARAMETERS]
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
+MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
 
 
-def row_params(row: Mapping[str, Any]) -> Params:
-    return {name: row[name] for name in PARAMETERS if row.get(name) is not None}
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the study runs, so the trial in flight is killed as with Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
-def outcome(row: Mapping[str, Any]) -> float | None:
-    """What a strategy is told of a trial: its metric, or None if it failed."""
-    return row["value"] if row["status"] == "ok" else None
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def identity(config: Mapping[str, Any], key: str) -> Any:
     """A setting that a resumed study must share; baseline.mmap may be turned on later."""
     value = config.get(key)
     return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-
-
-@dataclasses.dataclass(frozen=True)
-class Proposal:
-    """When a trial was asked for (wall clock and perf_counter), how long the strategy took, and what proposed it."""
-    started: str
-    begin: float
-    ask_seconds: float = 0.0
-    proposed_by: str | None = None
-
-    @classmethod
-    def starting(cls) -> "Proposal":
-        return cls(now(), time.perf_counter())
-
-
-class StudyTable:
-    """The trials of a study, kept in a CSV file rewritten (atomically) after each trial."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.rows: list[dict[str, Any]] = self._read() if path.is_file() else []
-
-    def _read(self) -> list[dict[str, Any]]:
-        frame = pd.read_csv(self.path, dtype={"kind": str, "status": str, "error": str, "stderr_tail": str,
-                                               "repeats": str, "started": str, "proposed_by": str, "node": str,
-                                               "run_started": str, "run_ended": str})
-        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-        for row in rows:
-            for column in INTEGER_COLUMNS:
-                if row.get(column) is not None:
-                    row[column] = int(row[column])
-        return rows
-
-    def append(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        temporary = self.path.with_suffix(".tmp")
-        frame = pd.DataFrame(self.rows, columns=COLUMNS)
-        frame[INTEGER_COLUMNS] = frame[INTEGER_COLUMNS].astype("Int64")  # not 1.0 beside empty cells
-        frame.to_csv(temporary, index=False)
-        os.replace(temporary, self.path)
 
 
 def default_name(strategy: str, space: str, size: Any) -> str:
@@ -120,7 +90,9 @@ def default_name(strategy: str, space: str, size: Any) -> str:
 
 class Study:
     def __init__(self, config: DictConfig, space_name: str = "default"):
+        """Check everything the study needs (settings, space, workload) without running or writing anything."""
         self.config = config
+        self.settings = StudySettings.from_config(config)
         self.workload = Workload.from_config(config.workload, config.data_dir)
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
@@ -132,7 +104,8 @@ class Study:
         self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
         self._check_resumable()
         self.workload.check()
-        self.table = StudyTable(self.directory / TABLE)
+        self.lock = StudyLock(self.directory)
+        self.table: StudyTable  # read under the lock when the study begins
         self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions)
 
     def _check_resumable(self) -> None:
@@ -152,75 +125,117 @@ class Study:
     # --- measuring -------------------------------------------------------------------------------------
 
     def timeout(self, default: Mapping[str, Any] | None) -> float:
-        runner = self.config.runner
+        runner = self.settings.runner
         if runner.timeout is not None:
-            return float(runner.timeout)
+            return runner.timeout
         if self.workload.timeout is not None:
             return float(self.workload.timeout)
         if default is None:
-            return float(runner.first_timeout)
-        per_run = default["wall_seconds"] / max(1, len(str(default["repeats"]).split(";")))
-        return max(float(runner.timeout_floor), float(runner.timeout_factor) * per_run)
+            return runner.first_timeout
+        return max(runner.timeout_floor, runner.timeout_factor * run_seconds(default))
 
-    def launch(self, params: Params, kind: str, timeout: float, proposal: Proposal | None = None) -> dict[str, Any] | None:
-        """Hand a trial to the launcher; an infeasible one is recorded at once, not run (its row returned)."""
-        proposal = proposal or Proposal.starting()
-        entry = InFlight(dict(params), kind, timeout, proposal.started, proposal.ask_seconds, proposal.proposed_by)
+    def cap_seconds(self, reference: Mapping[str, Any] | None) -> float | None:
+        """Where a run stops as capped: runner.cap x a run of ``reference`` (the incumbent), at least cap_floor."""
+        runner = self.settings.runner
+        if runner.cap is None or reference is None:
+            return None
+        return max(runner.cap_floor, runner.cap * run_seconds(reference))
+
+    def run_trial(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
+                  confirms: int | None = None) -> dict[str, Any]:
+        """Measure a parameter set on a node and append its row to the table (and those of trials in flight that
+        end meanwhile)."""
+        launched = self.launch(params, kind, proposal, timeout, cap, confirms)
+        return self.wait_for(launched) if isinstance(launched, InFlight) else launched
+
+    def wait_for(self, awaited: InFlight) -> dict[str, Any]:
+        """The row of a trial in flight, once it has ended; the other trials that end meanwhile are reported."""
+        while True:
+            for entry, row in self.finished():
+                if entry is awaited:
+                    return row
+                self.report(row, None)
+
+    def launch(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
+               confirms: int | None = None, continues: int | None = None) -> InFlight | dict[str, Any]:
+        """Hand a trial to the launcher (``continues``: one more run of that trial); an infeasible one is recorded
+        at once, not run, and its row returned."""
+        entry = InFlight(dict(params), kind.value, timeout, proposal.started, proposal.ask_seconds,
+                         proposal.proposed_by, cap=cap, confirms=confirms, continues=continues)
         if not self.space.feasible(params):
             failure = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
-            return self.record(entry, TrialResult(failure), time.perf_counter() - proposal.begin)
-        self.pool.submit(entry, proposal.begin)
-        return None
+            return self.record(entry, TrialResult(failure), proposal)
+        self.pool.submit(entry, proposal.begin, result_required=not self.runner.times_process)
+        return entry
 
-    def record(self, entry: InFlight, result: TrialResult, seconds: float) -> dict[str, Any]:
-        """Append a finished trial to the table (then strike it off the in-flight record)."""
-        measured = result.measurement
-        row = {
-            "trial": len(self.table.rows), "kind": entry.kind, "status": "ok" if measured.ok else "failed",
-            "value": measured.value, **{name: entry.params.get(name) for name in PARAMETERS},
-            "repeats": ";".join(f"{v:.6g}" for v in measured.values), "wall_seconds": measured.wall_seconds,
-            "seconds": seconds, "timeout": entry.timeout, "exit_code": measured.exit_code,
-            "error": measured.error or None, "stderr_tail": measured.stderr_tail or None, "started": entry.started,
-            "ask_seconds": entry.ask_seconds, "proposed_by": entry.proposed_by, "reused_from": None,
-            "node": result.node, "run_started": result.run_started, "run_ended": result.run_ended,
-        }
-        self.table.append(row)
+    def record(self, entry: InFlight, result: TrialResult, proposal: Proposal) -> dict[str, Any]:
+        """Put a finished trial in the table (a new row, or more runs of the trial it continues), then strike it off
+        the in-flight record."""
+        where = {"node": result.node, "run_started": result.run_started, "run_ended": result.run_ended}
+        if entry.continues is not None:
+            row = next(row for row in self.table.rows if row["trial"] == entry.continues)
+            add_runs(row, result.measurement)
+            row.update(seconds=time.perf_counter() - proposal.begin, **where)
+            self.table.write()
+        else:
+            limit = entry.timeout if entry.cap is None else min(entry.timeout, entry.cap)
+            row = {**trial_row(self.table.next_trial(), Kind(entry.kind), entry.params, result.measurement, limit,
+                               proposal, entry.confirms), **where}
+            self.table.append(row)
         self.pool.recorded(entry)
         return row
 
-    def finished(self, limit: int | None) -> list[tuple[InFlight, dict[str, Any]]]:
-        """Wait for trials in flight to end; record and report each."""
-        done = []
-        for entry, result, seconds in self.pool.wait():
-            row = self.record(entry, result, seconds)
-            self.report(row, limit)
-            done.append((entry, row))
-        return done
+    def finished(self) -> list[tuple[InFlight, dict[str, Any]]]:
+        """Wait for trials in flight to end; record each."""
+        return [(entry, self.record(entry, result, Proposal(entry.started, begin, entry.ask_seconds, entry.proposed_by)))
+                for entry, result, begin in self.pool.wait()]
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
-        return next((row for row in self.table.rows if row["kind"] not in ("reused", MMAP) and row_params(row) == params),
-                    None)
+        return next((row for row in self.table.rows if row["kind"] in MEASURED and row_params(row) == params), None)
 
     def reuse(self, earlier: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
         """A trial answered from an earlier one with the same parameters: recorded, not run."""
-        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": len(self.table.rows), "kind": "reused",
-               "repeats": None, "wall_seconds": 0.0, "seconds": time.perf_counter() - proposal.begin, "timeout": None,
-               "stderr_tail": None, "started": proposal.started, "ask_seconds": proposal.ask_seconds,
-               "proposed_by": proposal.proposed_by, "reused_from": earlier["trial"]}
+        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": self.table.next_trial(),
+               "kind": Kind.REUSED, "repeats": None, "wall_seconds": 0.0,
+               "seconds": time.perf_counter() - proposal.begin, "timeout": None, "stderr_tail": None,
+               "started": proposal.started, "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by,
+               "reused_from": earlier["trial"], "confirms": None}
         self.table.append(row)
         return row
 
-    # --- the study -------------------------------------------------------------------------------------
+    # --- what the table says -------------------------------------------------------------------------
 
-    def ok_rows(self, kind: str | None = None) -> list[dict[str, Any]]:
-        return [row for row in self.table.rows
-                if row["status"] == "ok" and (row["kind"] == kind if kind else row["kind"] != MMAP)]
+    def ok_rows(self, kind: Kind | None = None) -> list[dict[str, Any]]:
+        return [row for row in self.table.rows if row["status"] is Status.OK and kind in (None, row["kind"])]
 
-    def best(self) -> dict[str, Any] | None:
-        rows = self.ok_rows()
-        pick = min if self.workload.goal == "minimize" else max
-        return pick(rows, key=lambda row: row["value"]) if rows else None
+    def incumbent(self, other_than: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+        """The best trial measured so far (the defaults' runs included), confirmation runs aside."""
+        rows = [row for row in self.ok_rows() if row["kind"] in MEASURED and row is not other_than]
+        return self.workload.goal.best(rows, key=lambda row: row["value"]) if rows else None
+
+    def noise(self) -> float:
+        """Relative run-to-run noise: the spread of the defaults' runs, else noise.assumed."""
+        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
+        measured = relative_noise(runs)
+        return measured if measured is not None else self.settings.noise.assumed
+
+    def within_noise(self, row: Mapping[str, Any]) -> bool:
+        incumbent = self.incumbent(other_than=row)
+        if row["status"] is not Status.OK or incumbent is None:
+            return False
+        return abs(row["value"] - incumbent["value"]) <= NOISE_BAND * self.noise() * abs(incumbent["value"])
+
+    def told(self, row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+        """What a strategy is told of a trial: (value, standard error). Failed: (None, None). Capped: worse than the
+        incumbent by the cap, so that no strategy takes a capped point for a good one."""
+        if row["status"] is Status.OK:
+            runs = runs_of(row)
+            return mean_and_sem(runs) if len(runs) > 1 else (row["value"], None)
+        incumbent, cap = self.incumbent(), self.settings.runner.cap
+        if row["status"] is Status.CAPPED and incumbent is not None and cap is not None:
+            return self.workload.goal.worse_by(incumbent["value"], cap), None
+        return None, None  # failed, or capped with nothing to compare (Ax substitutes the worst value seen)
 
     def tuning_seconds(self) -> float:
         """The time spent with a trial asked for or running: the union of the trials' spans (``seconds`` from
@@ -237,84 +252,46 @@ class Study:
         return total
 
     def trial_limit(self, planned: int | None) -> int | None:
-        return self.config.budget.trials if self.config.budget.trials is not None else planned
+        return self.settings.trials if self.settings.trials is not None else planned
+
+    # --- the study -------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
-        """Measure the defaults (unless a resumed study has), then the strategy's trials; the summary."""
-        self.begin()
-        launcher = make_launcher(self.config.launcher, self.directory)
-        with launcher:
-            self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
-                                  OmegaConf.to_container(self.config.runner, resolve=True))
-            self.rerun_left_trials()
-            default = self.defaults()
-            kernel = self.kernel_mmap(default)
-            while self.pool.count:  # the trials an earlier tuner left, run again: in the table before the search
-                self.finished(None)
-            strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
-                                     int(self.config.seed))
-            for row in self.table.rows:  # the defaults, and a resumed study's trials
-                if row["kind"] != MMAP:
-                    strategy.tell(row_params(row), outcome(row), proposed_by=row.get("proposed_by"))
-            limit = self.trial_limit(strategy.planned_trials())
-            shown_limit = None if limit is None else limit + (kernel is not None)  # the last trial's number
-            self.search(strategy, limit, shown_limit, self.timeout(default))
-        strategy.save(self.directory)
-        return self.finish(default, kernel)
-
-    def search(self, strategy: Strategy, limit: int | None, shown_limit: int | None, timeout: float) -> None:
-        """Keep the launcher's workers busy with the strategy's proposals until the strategy or the budget ends.
-
-        A strategy with nothing to propose while trials are in flight (a line search waiting for its results,
-        Ax at the end of its initialization) is asked again when one ends. Parameters proposed while the same
-        ones are in flight are not run twice: when that trial ends, they get its result (a ``reused`` row).
-        ``shown_limit``: the last trial's number, for the progress lines.
-        """
-        followers: dict[Key, list[tuple[Params, Proposal]]] = {}
-        proposing = True
-        while True:
-            while proposing and self.pool.free():
-                if not self.within_budget(limit, self.pool.count + sum(map(len, followers.values()))):
-                    proposing = False  # the budget only shrinks
-                    break
-                proposal = Proposal.starting()
-                params = strategy.ask()
-                if params is None:
-                    break
-                proposal = dataclasses.replace(proposal, ask_seconds=time.perf_counter() - proposal.begin,
-                                               proposed_by=strategy.proposed_by)
-                earlier = self.measured(params)
-                if earlier is None and key(params) in self.pool.keys():
-                    followers.setdefault(key(params), []).append((params, proposal))
-                    continue
-                if earlier is None:
-                    if self.pool.launcher.workers == 1:
-                        self.progress.running(len(self.table.rows), shown_limit, params)
-                    row = self.launch(params, "search", timeout, proposal)
-                else:
-                    row = self.reuse(earlier, proposal)
-                if row is not None:
-                    strategy.tell(params, outcome(row))
-                    self.report(row, shown_limit)
-            if not self.pool.count:
-                return
-            for entry, row in self.finished(shown_limit):
-                strategy.tell(entry.params, outcome(row), proposed_by=entry.proposed_by)
-                for params, proposal in followers.pop(key(entry.params), []):
-                    reused = self.reuse(row, proposal)
-                    strategy.tell(params, outcome(reused))
-                    self.report(reused, shown_limit)
+        """The defaults (unless a resumed study has them), the strategy's trials, the confirmation; the summary."""
+        with terminate_as_interrupt():
+            self.begin()
+            try:
+                with make_launcher(self.config.launcher, self.directory) as launcher:
+                    self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
+                                          OmegaConf.to_container(self.config.runner, resolve=True))
+                    self.rerun_left_trials()
+                    default = self.defaults()
+                    kernel = self.kernel_mmap(default)
+                    while self.pool.count:  # the trials an earlier tuner left: in the table before the search
+                        for _, row in self.finished():
+                            self.report(row, None)
+                    strategy = self.search(default)
+                    strategy.save(self.directory)
+                    verdict = self.confirm(default)
+                return self.finish(default, kernel, strategy, verdict)
+            finally:
+                self.lock.release()
 
     def rerun_left_trials(self) -> None:
+        if any(row["kind"] is Kind.DEFAULT and row["measured_by"] == RESULT for row in self.table.rows):
+            self.runner.require_result()  # as the defaults' run showed, before the left trials are launched again
         again = self.pool.left_by_earlier_tuner(self.table.rows)
         if again:
             self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
         for entry in again:
-            self.pool.submit(entry)
+            self.pool.submit(entry, result_required=not self.runner.times_process)
 
     def begin(self) -> None:
-        """Create the study directory with the resolved configuration; prepare the workload."""
+        """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        self._check_resumable()
+        self.table = StudyTable(self.directory / TABLE)
         (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
         resumed = len(self.table.rows)
         state = f"resuming after {resumed} trials" if resumed else "new"
@@ -327,52 +304,157 @@ class Study:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
 
     def defaults(self) -> dict[str, Any]:
-        """The defaults' trial: measured now unless the study already has it. Its failure ends the study."""
-        done = self.ok_rows("default")
+        """The defaults' first trial: measured now unless the study already has it (in full, unless
+        runner.defaults_timeout bounds it: then it may be capped). Its failure ends the study."""
+        done = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED]
         if done:
+            if done[0]["measured_by"] == RESULT:
+                self.runner.require_result()
             return done[0]
-        row = None
-        if not any(entry.kind == "default" for entry in self.pool.flying.values()):  # not left by a killed tuner
-            self.progress.running(len(self.table.rows), None, self.baseline)
-            row = self.launch(self.baseline, "default", self.timeout(None))
-        while row is None:
-            row = next((row for entry, row in self.finished(None) if entry.kind == "default"), None)
-        if row["status"] != "ok":
+        left = next((entry for entry in self.pool.flying.values() if entry.kind == Kind.DEFAULT), None)
+        if left is not None:  # left in flight by a killed tuner, and running again
+            row = self.wait_for(left)
+        else:
+            self.progress.running(self.table.next_trial(), None, self.baseline)
+            row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
+                                 self.settings.runner.defaults_timeout)
+        self.report(row, None)
+        if row["measured_by"] == RESULT:
+            self.runner.require_result()
+        if row["status"] is Status.FAILED:
             raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
+        self.check_uses_pager(row)
         return row
+
+    def check_uses_pager(self, default: Mapping[str, Any]) -> None:
+        """A program that does not use the pager has nothing to tune: stop after the defaults, saying so."""
+        if (self.strategy_name == "default" or self.settings.trials == 0 or default["status"] is not Status.OK
+                or (default["faults"] or 0) > 0):
+            return  # nothing to tune, or a run stopped before it could print its statistics
+        seen = ("printed no pager statistics" if default["faults"] is None
+                else "took no page faults through the pager")
+        raise StudyError(f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the "
+                         f"pager, so its paging parameters cannot change its time; tuning would measure noise. "
+                         f"Run it on autopager (link libumap, or use autopager.memmap) and tune again")
 
     def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
         """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
         and the study goes on."""
         if self.mmap_runner is None:
             return None
-        done = [row for row in self.table.rows if row["kind"] == MMAP]
+        done = [row for row in self.table.rows if row["kind"] is Kind.MMAP]
         if done:
             return done[-1]
         limit = format_size(self.mmap_runner.memory_limit)
-        self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
-        row = self.launch({}, MMAP, self.timeout(default))  # on a node, in a memory cgroup there
-        while row is None:
-            row = next((row for entry, row in self.finished(None) if entry.kind == MMAP), None)
-        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] == "ok"
+        left = next((entry for entry in self.pool.flying.values() if entry.kind == Kind.MMAP), None)
+        if left is not None:  # left in flight by a killed tuner, and running again
+            row = self.wait_for(left)
+        else:  # on a node, in a memory cgroup there
+            self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
+            row = self.run_trial({}, Kind.MMAP, Proposal.starting(), self.timeout(default), None)
+        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
                         else f"FAILED ({row['error']})")
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
         return row
 
-    def within_budget(self, limit: int | None, pending: int = 0) -> bool:
-        """Whether another trial may start, with ``pending`` trials started and not yet recorded."""
-        if limit is not None and sum(row["kind"] not in ("default", MMAP) for row in self.table.rows) + pending >= limit:
+    def search(self, default: Mapping[str, Any]) -> Strategy:
+        """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends."""
+        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                 self.settings.seed)
+        for row in self.table.rows:  # the defaults, and a resumed study's trials
+            if row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default:
+                strategy.tell(row_params(row), *self.told(row), proposed_by=row.get("proposed_by"))
+        limit = self.trial_limit(strategy.planned_trials())
+        followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
+        proposing = True
+        while True:
+            while proposing and self.pool.free():
+                if not self.within_budget(limit, self.pool.searching() + sum(map(len, followers.values()))):
+                    proposing = False  # the budget only shrinks
+                    break
+                if self.defaults_due():
+                    self.launch_defaults_again(default)
+                    continue
+                proposal = Proposal.starting()
+                params = strategy.ask()
+                if params is None:
+                    break  # done, or waiting for trials in flight: asked again when one ends
+                proposal = Proposal(proposal.started, proposal.begin, time.perf_counter() - proposal.begin,
+                                    strategy.proposed_by)
+                earlier = self.measured(params)
+                if earlier is None and key(params) in self.pool.keys():
+                    followers.setdefault(key(params), []).append((params, proposal))
+                    continue
+                if earlier is not None:
+                    row = self.reuse(earlier, proposal)
+                else:
+                    if self.pool.launcher.workers == 1:
+                        self.progress.running(self.table.next_trial(), limit, params)
+                    row = self.launch(params, Kind.SEARCH, proposal, self.timeout(default),
+                                      self.cap_seconds(self.incumbent() or default))
+                if not isinstance(row, InFlight):
+                    strategy.tell(params, *self.told(row))
+                    self.report(row, limit)
+            if not self.pool.count:
+                return strategy
+            for entry, row in self.finished():
+                if entry.kind != Kind.SEARCH or self.measure_again(entry, row):
+                    self.report(row, None if entry.kind != Kind.SEARCH else limit)
+                    continue
+                strategy.tell(entry.params, *self.told(row), proposed_by=entry.proposed_by)
+                self.report(row, limit)
+                for params, proposal in followers.pop(key(entry.params), []):
+                    reused = self.reuse(row, proposal)
+                    strategy.tell(params, *self.told(reused))
+                    self.report(reused, limit)
+
+    def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
+        """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs
+        runs), so that no single lucky run makes it the incumbent: then it is launched again, continuing its row."""
+        if len(runs_of(row)) >= self.settings.noise.max_runs or not self.within_noise(row):
             return False
-        minutes = self.config.budget.minutes
+        proposal = Proposal(entry.started, time.perf_counter(), entry.ask_seconds, entry.proposed_by)
+        self.launch(entry.params, Kind.SEARCH, proposal, entry.timeout, entry.cap, continues=row["trial"])
+        return True
+
+    def defaults_due(self) -> bool:
+        """Whether to measure the defaults again now (noise.defaults_runs in all, every noise.defaults_every)."""
+        defaults = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT]
+        if len(defaults) >= self.settings.noise.defaults_runs or any(
+                entry.kind == Kind.DEFAULT for entry in self.pool.flying.values()):
+            return False
+        since = sum(row["kind"] is Kind.SEARCH and row["trial"] > defaults[-1]["trial"] for row in self.table.rows)
+        return since >= self.settings.noise.defaults_every
+
+    def launch_defaults_again(self, default: Mapping[str, Any]) -> None:
+        if self.pool.launcher.workers == 1:
+            self.progress.running(self.table.next_trial(), None, self.baseline)
+        self.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(default),
+                    self.settings.runner.defaults_timeout)
+
+    def within_budget(self, limit: int | None, pending: int = 0) -> bool:
+        """Whether another search trial may start, with ``pending`` search trials started and not yet recorded."""
+        searched = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
+        if limit is not None and searched + pending >= limit:
+            return False
+        minutes = self.settings.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
-            self.progress.print(f"budget.minutes={minutes} reached")
+            self.progress.print(f"budget.minutes={minutes:g} reached")
             return False
         return True
 
+    def confirm(self, default: Mapping[str, Any]) -> Verdict | None:
+        """The defaults and the best few trials measured again in interleaved rounds (autopager.confirmation)."""
+        if self.settings.confirm.rounds == 0:
+            return None
+        return Confirmation(self, default).run()
+
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
-        best = self.best()
-        defaults = self.ok_rows("default")
-        self.progress.trial(row, limit, best and best["value"], defaults[0]["value"] if defaults else None)
+        best = self.incumbent()
+        default = next((row for row in self.ok_rows(Kind.DEFAULT)), None)
+        if limit is not None:  # trial numbers count the defaults' later runs and the kernel-mmap row too
+            limit += sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows) - 1
+        self.progress.trial(row, limit, best and best["value"], default["value"] if default else None)
 
     # --- the end ---------------------------------------------------------------------------------------
 
@@ -387,57 +469,121 @@ class Study:
                     or other.get("workload") != OmegaConf.to_container(self.config.workload, resolve=True)):
                 continue
             values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows
-                      if row["status"] == "ok" and row["kind"] != MMAP]
+                      if row["status"] is Status.OK and row["kind"] in MEASURED]
             if values:
-                found.append(((min if self.workload.goal == "minimize" else max)(values), config_path.parent))
+                found.append((self.workload.goal.best(values, key=float), config_path.parent))
         if not found:
             return None
-        return (min if self.workload.goal == "minimize" else max)(found, key=lambda item: item[0])
+        return self.workload.goal.best(found, key=lambda item: item[0])
 
-    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None) -> dict[str, Any]:
-        best = self.best()
+    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None, strategy: Strategy,
+               verdict: Verdict | None) -> dict[str, Any]:
+        best = self.incumbent()
         metric, goal = self.workload.metric, self.workload.goal
-        rows = [row for row in self.table.rows if row["kind"] != MMAP]
-        failed = sum(row["status"] != "ok" for row in rows)
-        reused = sum(row["kind"] == "reused" for row in rows)
-        gain = speedup(best["value"], default["value"], goal)
+        rows = [row for row in self.table.rows if row["kind"] is not Kind.MMAP]
+        failed = sum(row["status"] is Status.FAILED for row in rows)
+        capped = sum(row["status"] is Status.CAPPED and row["kind"] is Kind.SEARCH for row in rows)
+        reused = sum(row["kind"] is Kind.REUSED for row in rows)
+        reference = self.defaults_value(default)
+        gain = goal.speedup(best["value"], reference[0])
         lines = [("study", str(self.directory)),
-                 ("best", f"{format_value(best['value'], metric)} (trial {best['trial']})"),
+                 ("best measured", f"{format_value(best['value'], metric)} (trial {best['trial']}, "
+                                   f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
                  ("parameters", show_params(row_params(best))),
-                 ("speedup over defaults", f"{gain:.2f}x (defaults: {format_value(default['value'], metric)})")]
+                 ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
+                                           f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)})")]
+        modelled = strategy.modelled_best()
+        if modelled is not None:
+            params, mean, sem = modelled
+            error = f" +- {sem:.3g}" if sem is not None else ""
+            lines.append(("Ax's modelled best",
+                          f"{format_value(mean, metric)}{error} predicted: {show_params(params)}"))
         pagesize = self.pagesize_best()
         if pagesize:
-            lines.append(("speedup over page size", f"{speedup(best['value'], pagesize[0], goal):.2f}x "
+            lines.append(("speedup over page size", f"{goal.speedup(best['value'], pagesize[0]):.2f}x "
                                                     f"(page-size-only best: {format_value(pagesize[0], metric)})"))
         if kernel is not None:
-            lines.append(("speedup over kernel mmap", f"{speedup(best['value'], kernel['value'], goal):.2f}x "
+            lines.append(("speedup over kernel mmap", f"{goal.speedup(best['value'], kernel['value']):.2f}x "
                                                       f"(kernel mmap: {format_value(kernel['value'], metric)})"
-                          if kernel["status"] == "ok" else f"- (kernel mmap failed: {kernel['error']})"))
+                          if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
+        lines.append(("noise", f"+-{100 * self.noise():.1f}% a run (the defaults' "
+                               f"{sum(len(runs_of(r)) for r in self.ok_rows(Kind.DEFAULT))} runs)"))
+        if verdict is not None:
+            lines += self.confirmed_lines(verdict)
         answered = f", {reused} answered from an earlier trial" if reused else ""
-        lines += [("trials", f"{len(rows)} ({failed} failed{answered})"),
+        lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.tuning_seconds():.1f} s")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
                    "speedup": gain, "trials": len(rows),
-                   "failed": failed, "reused": reused, "tuning_seconds": self.tuning_seconds(), "profile": None}
+                   "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.tuning_seconds(),
+                   "profile": None, "verdict": verdict}
         if self.config.study.save_profile:
-            path, written = save_profile(self.profile_record(best, default, gain), Path(self.config.profile_dir).expanduser())
-            summary["profile"] = path
-            lines.append(("profile", f"{'saved' if written else 'kept (it is better)'}: {path}"))
+            lines.append(("profile", self.save(best, default, gain, verdict, summary)))
         self.progress.summary(lines)
-        run = [row for row in self.ok_rows() if row["kind"] != "reused"]
-        top = sorted(run, key=lambda row: row["value"], reverse=goal == "maximize")[:5]
+        run = [row for row in self.ok_rows() if row["kind"] in MEASURED]
+        top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
         self.progress.print("\nbest trials:")
         self.progress.table(top, list(self.space.dimensions))
         return summary
 
-    def profile_record(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float) -> dict[str, Any]:
+    def defaults_value(self, default: Mapping[str, Any]) -> tuple[float, bool]:
+        """The defaults' value (the median of their runs) and whether it is only a bound (their runs were capped
+        at runner.defaults_timeout: then the wall time they ran is a lower bound of their time)."""
+        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
+        if runs:
+            return statistics.median(runs), False
+        return default["wall_seconds"], True
+
+    def confirmed_lines(self, verdict: Verdict) -> list[tuple[str, str]]:
+        metric = self.workload.metric
+        if verdict.winner is None:
+            return [("confirmed", "no candidate completed its confirmation runs")]
+        winner = verdict.winner
+        low, high = min(winner.values), max(winner.values)
+        lines = [("confirmed best", f"{format_value(winner.median, metric)} median of {len(winner.values)} runs "
+                                    f"({low:.4g}-{high:.4g}), {winner.label}: {show_params(winner.params)}")]
+        if verdict.speedup is not None and verdict.speedup_spread is not None:
+            low, high = verdict.speedup_spread
+            lines.append(("confirmed speedup", f"{verdict.speedup:.2f}x (per round {low:.2f}-{high:.2f}x; "
+                                               f"noise +-{100 * verdict.noise:.1f}%)"))
+        nodes = sorted({row["node"] for row in self.table.rows if row["kind"] is Kind.CONFIRM and row["node"]})
+        if len(nodes) > 1:  # several workers: the rounds' runs went to whichever node was free
+            lines.append(("confirmed on nodes", f"{', '.join(nodes)} (each run's node is in the table)"))
+        return lines
+
+    def save(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float, verdict: Verdict | None,
+             summary: dict[str, Any]) -> str:
+        """Save the profile: the confirmed winner (if it replaces the saved profile), else without confirmation the
+        best measured trial (if better than the saved one). What the summary says of it."""
+        directory = Path(self.config.profile_dir).expanduser()
+        if verdict is None:
+            path, written = save_profile(self.profile_record(row_params(best), best["value"], default["value"], gain),
+                                         directory)
+            summary["profile"] = path
+            return f"{'saved' if written else 'kept (it is better)'}: {path}"
+        if not verdict.replace_profile:
+            if verdict.winner is None or verdict.speedup is None or verdict.speedup <= 1:
+                return "not saved: no candidate beat the defaults in the confirmation"
+            if verdict.profile is verdict.winner:
+                return "kept: the saved profile's parameters are the confirmed best"
+            return "kept: the saved profile is within the noise of the confirmed best"
+        winner = verdict.winner
+        record = self.profile_record(winner.params, winner.median, verdict.defaults.median, verdict.speedup)
+        record.update(runs=len(winner.values), spread=[min(winner.values), max(winner.values)],
+                      speedup_spread=[round(x, 3) for x in verdict.speedup_spread], noise=round(verdict.noise, 4),
+                      confirmed=True)
+        path = write_profile(record, directory)
+        summary["profile"] = path
+        return f"saved (confirmed): {path}"
+
+    def profile_record(self, params: Params, value: float, default_value: float, gain: float) -> dict[str, Any]:
         return {
             "workload": self.workload.name,
-            "params": row_params(best),
+            "params": params,
             "metric": self.workload.metric,
-            "goal": self.workload.goal,
-            "value": best["value"],
-            "default_value": default["value"],
+            "goal": self.workload.goal.value,
+            "value": value,
+            "default_value": default_value,
             "speedup_over_default": round(gain, 3) if math.isfinite(gain) else None,
             "found_on": {"workload": self.workload.knobs, "machine": this_machine()},
             "strategy": self.strategy_name,

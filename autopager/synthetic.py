@@ -1,7 +1,9 @@
 """A synthetic workload with a known optimum, to try the tuner in seconds (``autopager tune workload=synthetic``).
 
 It reads its paging parameters from the UMAP_* environment like any pager program, computes the time a
-paging-bound program would take with them, sleeps for that long, and prints the time as its result line.
+paging-bound program would take with them, sleeps for that long, and prints the time as its result line (and,
+with UMAP_PRINT_STATS set, a pager statistics line on stderr as the pager prints it, its faults fewer for
+larger pages).
 The optimum is page_size 256KiB, fillers 4, evictors 2, evict_high_water 80, evict_low_water 50,
 read_ahead 4; each parameter away from it costs a known factor. With ``--mmap`` it stands for the same program
 on the kernel's mmap, which takes a fixed MMAP_SLOWDOWN times the optimum. Stand-alone: run as a script.
@@ -53,6 +55,11 @@ def main() -> int:
     seconds = args.size / 1000 * slowdown
     start = time.perf_counter()
     time.sleep(seconds)
+    if os.environ.get("UMAP_PRINT_STATS", "0") not in ("", "0"):
+        faults = (64 << 20) // setting("UMAP_PAGESIZE")
+        print("autopager stats: " + json.dumps({"read_faults": faults, "write_faults": 0, "bytes_read": 64 << 20,
+                                                "bytes_written": 0, "evictions": 0,
+                                                "fault_service_mean_us": seconds * 1e6 / faults}), file=sys.stderr)
     print(json.dumps({"metric": "seconds", "value": seconds, "goal": "minimize",
                       "stats": {"slept": time.perf_counter() - start, "slowdown": slowdown}}))
     return 0

@@ -5,9 +5,9 @@ import time
 from typing import Any, Mapping
 
 from autopager.in_flight import InFlight, InFlightRecord
-from autopager.kernel_mmap import MMAP
 from autopager.launchers import Launcher, TrialResult, TrialTask
 from autopager.strategies.base import Key, key
+from autopager.table import Kind
 from autopager.workloads import Workload
 
 
@@ -27,25 +27,31 @@ class TrialPool:
     def free(self) -> bool:
         return self.count < self.launcher.workers
 
+    def searching(self) -> int:
+        """Search trials in flight (not the defaults' runs, not runs added to a trial)."""
+        return sum(entry.kind == "search" and entry.continues is None for entry in self.flying.values())
+
     def keys(self) -> set[Key]:
         return {key(entry.params) for entry in self.flying.values()}
 
-    def submit(self, entry: InFlight, begin: float | None = None) -> None:
+    def submit(self, entry: InFlight, begin: float | None = None, result_required: bool = False) -> None:
         entry.launcher = self.launcher.settings.name
         self.begins[entry.id] = time.perf_counter() if begin is None else begin
         self.record.add(entry)  # before it can start: a tuner killed now finds it at its next start
-        task = TrialTask(self.workload, self.runner, entry.params, entry.timeout, kernel_mmap=entry.kind == MMAP)
+        kernel_mmap = entry.kind == Kind.MMAP
+        task = TrialTask(self.workload, self.runner, entry.params, entry.timeout, entry.cap,
+                         1 if entry.continues is not None else None, result_required and not kernel_mmap, kernel_mmap)
         entry.handle = self.launcher.submit(task)
         self.flying[entry.handle] = entry
         self.record.add(entry)
 
     def wait(self) -> list[tuple[InFlight, TrialResult, float]]:
-        """The trials that finished, with their results and seconds since they were asked for."""
+        """The trials that finished, with their results and when (perf_counter) they were asked for."""
         finished = []
         for handle, result in self.launcher.wait():
             entry = self.flying.pop(handle, None)
             if entry is not None:
-                finished.append((entry, result, time.perf_counter() - self.begins.pop(entry.id)))
+                finished.append((entry, result, self.begins.pop(entry.id)))
         return finished
 
     def recorded(self, entry: InFlight) -> None:

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from autopager.errors import ConfigError
+from autopager.goal import Goal
 from autopager.params import parse_size
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
 PLACEHOLDERS = ("bin", "data_dir", "size", "threads", "python", "package")
-GOALS = ("minimize", "maximize")
 
 
 def config_dir() -> Path:
@@ -74,7 +74,7 @@ class Workload:
     size: Any
     threads: Any
     metric: str
-    goal: str
+    goal: Goal
     buffer_size: int | None
     data_files: str | None
     timeout: float | None
@@ -82,6 +82,7 @@ class Workload:
     data_dir: Path
     mmap_command: str | None = None   # the same program on the kernel's mmap (our workloads: --mmap)
     private_memory: int = 0           # bytes the program needs besides its paged data (its own arrays)
+    transparent: bool = False         # run through `autopager exec`'s preload: the program's own mmap()s on the pager
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], data_dir: str) -> "Workload":
@@ -89,9 +90,10 @@ class Workload:
         command = config.get("command")
         if not command or not str(command).strip():
             raise ConfigError(f"workload {name}: no command; give one with workload.command=\"./myapp --input big.bin\"")
-        goal = config.get("goal", "minimize")
-        if goal not in GOALS:
-            raise ConfigError(f"workload.goal must be minimize or maximize, not {goal!r}")
+        try:
+            goal = Goal.parse(config.get("goal", Goal.MINIMIZE.value))
+        except ValueError as error:
+            raise ConfigError(f"workload.goal {error}") from None
         try:
             buffer_size = None if config.get("buffer_size") is None else parse_size(config["buffer_size"])
         except ValueError as error:
@@ -108,7 +110,8 @@ class Workload:
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
                        time_process=bool(config.get("time_process", False)),
                        data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command") and str(config["mmap_command"]),
-                       private_memory=private_memory)
+                       private_memory=private_memory,
+                       transparent=bool(config.get("transparent", False)))
         for template in (workload.command, workload.prepare, workload.data_files, workload.mmap_command):
             if template:
                 workload._fill_words(template, check_only=True)
@@ -119,7 +122,7 @@ class Workload:
         if not self.mmap_command:
             raise ConfigError(f"workload {self.name} has no kernel-mmap mode: give the command that runs it on the "
                               f"kernel's mmap as workload.mmap_command=\"...\"")
-        return dataclasses.replace(self, command=self.mmap_command)
+        return dataclasses.replace(self, command=self.mmap_command, transparent=False)
 
     @property
     def knobs(self) -> dict[str, Any]:
@@ -146,7 +149,11 @@ class Workload:
         return [word.format(**values) for word in words]
 
     def argv(self) -> list[str]:
-        return self._fill_words(self.command)
+        words = self._fill_words(self.command)
+        if self.transparent:
+            from autopager.exec import transparent_argv
+            return transparent_argv(words)
+        return words
 
     def prepare_argv(self) -> list[str] | None:
         return self._fill_words(self.prepare) if self.prepare else None
@@ -160,7 +167,10 @@ class Workload:
     def check(self) -> None:
         """Fail early, with the fix, if the program cannot be started."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        for argv in (self.argv(), self.prepare_argv()):
+        if self.transparent:
+            from autopager.exec import preload_library
+            preload_library()
+        for argv in (self._fill_words(self.command), self.prepare_argv()):
             if argv is None:
                 continue
             program = argv[0]

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
 from autopager.params import format_size, parse_size, system_page_size  # noqa: E402
+from autopager.machine import storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
 
@@ -127,16 +128,6 @@ def data_bytes(workload: Workload) -> int:
     return sum(path.stat().st_size for path in workload.data_paths() if path.exists())
 
 
-def device_read_ahead(path: Path) -> str:
-    """The kernel read-ahead of the block device holding `path` (mmap's fault-around window depends on it)."""
-    device = os.stat(path).st_dev
-    block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
-    for queue in (block / "queue", block.parent / "queue", block / ".." / "queue"):
-        if (queue / "read_ahead_kb").exists():
-            return f"{(queue / 'read_ahead_kb').read_text().strip()} KiB"
-    return "unknown"
-
-
 def markdown(header: list[str], lines: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(line) + " |" for line in lines]
@@ -197,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
               f"Medians of {args.repeats} runs (page cache dropped before each); every run in a memory cgroup "
               f"limited to the memory limit column (buffer + {format_size(headroom)} headroom + the program's "
               f"own arrays). Other pager parameters at their defaults. timeout: a run took over "
-              f"{args.timeout:.0f} s (not repeated). Read-ahead of the data's block device (the kernel's mmap "
-              f"reads around a fault by up to this much): {device_read_ahead(Path(args.data_dir))}. "
+              f"{args.timeout:.0f} s (not repeated). Storage of the data (the kernel's mmap reads around a fault "
+              f"by up to its read-ahead): {storage(Path(args.data_dir))}. "
               f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}.\n\n"
               f"Command: `python3 experiments/bench_workloads.py {' '.join(argv or sys.argv[1:])}`\n\n"
               + markdown(header, lines) + "\n")

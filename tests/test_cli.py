@@ -31,7 +31,7 @@ def test_help_lists_workloads_strategies_and_the_space(tuner_home):
     (["tune", "workload=command", "workload.command=/no/such/program"], "cannot run '/no/such/program'"),
     (["tune", "workload=synthetic", "budget.trial=3"], "unknown setting 'budget.trial'"),
     (["tune", "workload=synthetic", "budget.trials=x=y"], "mismatched input"),
-    (["tune", "workload=synthetic", "runner.page_cache=sometimes"], "runner: page_cache must be one of"),
+    (["tune", "workload=synthetic", "runner.page_cache=sometimes"], "runner.page_cache must be one of"),
     (["tune", "workload=synthetic", "strategy=coordinate", "strategy.order=[page_size,pagesize]"],
      "strategy.order: unknown parameter(s) ['pagesize']"),
     (["tune", "workload=synthetic", "strategy.trials=0"], "strategy.trials must be a positive integer"),

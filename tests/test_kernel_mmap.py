@@ -29,7 +29,7 @@ def cgroups_unavailable() -> str:
 needs_cgroups = pytest.mark.skipif(bool(cgroups_unavailable()), reason=cgroups_unavailable() or "-")
 ALLOCATE = "memory = bytearray(192 << 20)\nmemory[::4096] = bytes(len(memory[::4096]))\n"  # 192 MiB, touched
 RANDOM = ["workload=synthetic", "workload.size=1", "strategy=random", "strategy.trials=3", "runner.page_cache=evict",
-          "study.save_profile=false"]
+          "study.save_profile=false", "confirm.rounds=0", "noise.defaults_runs=1"]
 
 
 @needs_cgroups

@@ -27,7 +27,8 @@ from ray_cluster import RESOURCE, local_cluster  # noqa: E402
 GRID = ["workload=synthetic", "workload.size=300", "runner.page_cache=evict", "strategy=grid",
         "space.page_size={min:16KiB,max:1MiB,factor:4}", "space.fillers={values:[1,4]}", "space.evictors=2",
         "space.evict_high_water=80", "space.evict_low_water=50", "space.read_ahead=4", "space.max_fault_events=2",
-        "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2"]
+        "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
+        "confirm.rounds=0", "noise.defaults_runs=1", "noise.max_runs=1"]  # one row a trial (their own tests below)
 GRID_TRIALS = 4 * 2
 PARAMS = ["page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead"]
 
@@ -212,3 +213,20 @@ def test_a_trial_recorded_just_before_the_tuner_died_is_not_run_again(tuner_home
     assert len(rows) == 1 + GRID_TRIALS and not rows[rows.kind == "search"].duplicated(PARAMS).any()
     assert (rows.started == left[1]["started"]).sum() == 1 and (rows.started == recorded.started).sum() == 1
     assert in_flight("window") == []
+
+
+def test_measuring_again_capping_and_confirmation_go_through_the_nodes(tuner_home, ray_cluster, capsys):
+    """With 2 workers: the defaults measured again among the trials, trials within the noise measured again (a run
+    added to their row, on whichever node is free), the confirmation rounds on the nodes, each run's node recorded."""
+    args = [arg for arg in GRID if not arg.startswith(("confirm.", "noise."))]
+    assert main(["tune", *args, "launcher=ray", f"launcher.address={ray_cluster}", "launcher.workers=2",
+                 "noise.defaults_runs=2", "noise.defaults_every=2", "noise.max_runs=2", "noise.assumed=0.5",
+                 "confirm.rounds=2", "confirm.candidates=2", "study.name=noisy"]) == 0
+    rows = table("noisy")
+    search = rows[rows.kind == "search"]
+    assert len(search) == GRID_TRIALS and not search.duplicated(PARAMS).any()
+    assert (rows.kind == "default").sum() == 2 and (rows.kind == "confirm").sum() == 2 * 3
+    assert (search.repeats.astype(str).str.count(";") == 1).any(), "no trial was measured again"
+    assert rows.node.notna().all() and set(rows.node) <= {"head", "worker1"}
+    assert "confirmed best" in capsys.readouterr().out
+    assert in_flight("noisy") == []

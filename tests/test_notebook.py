@@ -41,6 +41,7 @@ def study(installed):
     home, env = installed
     run = autopager("tune", "workload=synthetic", "workload.size=1", "strategy=ax", "strategy.initialization_trials=4",
                     "strategy.trials=6", "runner.repeats=2", "runner.page_cache=evict", "study.name=small-ax",
+                    "confirm.rounds=0", "noise.defaults_runs=1", "noise.max_runs=2",
                     f"baseline.mmap={str(MMAP).lower()}", cwd=home, env=env)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     directory = home / "outputs" / "synthetic" / "small-ax"

@@ -13,6 +13,7 @@ MISBEHAVE = f"workload.command='{sys.executable} {TEST_WORKLOADS / 'misbehave.py
 def test_failed_trials_are_recorded_and_the_study_finishes(tuner_home, capsys):
     code = main(["tune", "workload=command", MISBEHAVE, "workload.name=misbehave", "workload.time_process=false",
                  "strategy=pagesize", "space.page_size={min:4KiB,max:256KiB,factor:2}", "runner.page_cache=evict",
+                 "confirm.rounds=0", "noise.defaults_runs=1",
                  "runner.timeout_floor=2", "runner.timeout_factor=2"])
     assert code == 0
     table = pd.read_csv("outputs/misbehave/pagesize/trials.csv").set_index("page_size")
@@ -28,8 +29,8 @@ def test_failed_trials_are_recorded_and_the_study_finishes(tuner_home, capsys):
     assert "not a finite number" in errors[128 << 10]
     assert list(table.status) == ["ok", "failed", "failed", "failed", "failed", "failed", "ok"]
     out = capsys.readouterr().out
-    assert "FAILED (timed out" in out and "trials:                   7 (5 failed)" in out
-    assert "page_size=256KiB" in out.split("best:")[1]
+    assert "FAILED (timed out" in out and "trials:                   7 (5 failed, 0 capped)" in out
+    assert "page_size=256KiB" in out.split("best measured:")[1]
 
 
 def test_a_command_is_timed_when_it_prints_no_result(tuner_home, capsys):

@@ -19,7 +19,8 @@ def require(program):
 def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
     require("sort")
     assert main(["tune", "workload=sort", "workload.size=8", "workload.buffer_size=2MiB", "strategy=pagesize",
-                 "space.page_size.max=256KiB", "runner.page_cache=evict"]) == 0
+                 "space.page_size.max=256KiB", "runner.page_cache=evict", "confirm.rounds=0",
+                 "noise.defaults_runs=1"]) == 0
     table = pd.read_csv("outputs/sort/pagesize-size8/trials.csv")
     assert list(table.status) == ["ok"] * 7, table.error.tolist()
     best = table.loc[table.value.idxmin()]
@@ -30,7 +31,7 @@ def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
 def test_bfs_prepares_its_data_once_and_runs_with_its_profile(tuner_home, capsys):
     require("bfs")
     common = ["workload=bfs", "workload.size=10", "workload.buffer_size=256KiB", "space.page_size.max=64KiB",
-              "runner.page_cache=evict"]
+              "runner.page_cache=evict", "confirm.rounds=0", "noise.defaults_runs=1"]
     assert main(["tune", *common, "strategy=random", "strategy.trials=3"]) == 0
     assert glob.glob(str(tuner_home / "data" / "bfs-s10.*")), "prepare did not generate the graph"
     table = pd.read_csv("outputs/bfs/random-size10/trials.csv")

@@ -15,6 +15,7 @@ def logged(log: Path) -> list[str]:
     """A workload whose every run is a line of ``log``, over six points (three page sizes, two filler counts)."""
     return ["workload=command", f"workload.command='{sys.executable} {TEST_WORKLOADS / 'logged.py'} {log}'",
             "workload.name=logged", "workload.time_process=false", "workload.buffer_size=16MiB",
+            "confirm.rounds=0", "noise.defaults_runs=1",
             "runner.page_cache=keep", "space.page_size={min:64KiB,max:256KiB,factor:2}",
             "space.fillers={values:[1,2]}", "space.evictors=1", "space.evict_high_water=90",
             "space.evict_low_water=70", "space.read_ahead=0"]
@@ -48,6 +49,7 @@ def test_ax_proposing_a_measured_point_again_reuses_its_result(tuner_home, capsy
 
 def test_a_resumed_ax_study_continues_its_sobol_sequence(tuner_home):
     args = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "strategy=ax",
+            "confirm.rounds=0", "noise.defaults_runs=1",
             "strategy.initialization_trials=7", "strategy.trials=6", "space.page_size={min:16KiB,max:2MiB,factor:2}",
             "space.fillers={values:[1,2,4,8]}", "space.evictors=2", "space.evict_high_water=80",
             "space.evict_low_water=50", "space.read_ahead={values:[0,1,2,4,8,16]}"]

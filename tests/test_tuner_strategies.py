@@ -7,8 +7,8 @@ from autopager.cli import main
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}
 # machine-independent: the same defaults and thread ranges whatever the cores
-COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "baseline.fillers=2",
-          "baseline.evictors=2", "baseline.max_fault_events=2", "space.fillers={min:1,max:8,factor:2}",
+COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "confirm.rounds=0",
+          "noise.defaults_runs=1", "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2", "space.fillers={min:1,max:8,factor:2}",
           "space.evictors={min:1,max:8,factor:2}"]
 DEFAULTS_SECONDS = 0.001 * 13.866666  # the synthetic workload's slowdown at the defaults
 
@@ -63,7 +63,8 @@ def test_ax_finds_the_best_region_within_its_budget(tuner_home, capsys):
     assert top.value < DEFAULTS_SECONDS / 4, top  # the defaults are 13.9x off the optimum
     assert 32 << 10 <= top.page_size <= 2 << 20
     assert (table.evict_low_water < table.evict_high_water).all()
-    assert "profile:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "profile:" in out and "Ax's modelled best:" in out and "predicted: page_size=" in out
 
 
 def test_random_and_default_strategies(tuner_home):

@@ -34,6 +34,9 @@ class TrialTask:
     runner: Mapping[str, Any]          # the ``runner`` settings, for ``Runner.from_config``
     params: Mapping[str, Any]
     timeout: float
+    cap: float | None = None           # seconds: a run stops there as capped
+    runs: int | None = None            # None: runner.repeats
+    result_required: bool = False      # the program prints a result line: a run without one has failed
     kernel_mmap: bool = False          # the workload's kernel-mmap mode in a memory cgroup (baseline.mmap)
 
 

@@ -24,11 +24,13 @@ def run_trial(task: TrialTask) -> TrialResult:
         runner = mmap_runner(task.workload, task.runner)
     else:
         runner = Runner.from_config(task.workload, task.runner)
+    if task.result_required:
+        runner.require_result()
     prepared = runner.prepare()
     if not prepared.ok:
         failure = Measurement(ok=False, error=f"the workload's preparation failed on {node}: {prepared.error}",
                               stderr_tail=prepared.stderr_tail)
         return TrialResult(failure, node=node)
     started = now()
-    measurement = runner.measure(task.params, task.timeout)
+    measurement = runner.measure(task.params, task.timeout, task.cap, task.runs)
     return TrialResult(measurement, node=node, run_started=started, run_ended=now())

@@ -5,6 +5,7 @@ import importlib
 from typing import Any, Mapping
 
 from autopager.errors import ConfigError
+from autopager.goal import Goal
 from autopager.params import PARAMETERS
 from autopager.space import Space
 from autopager.strategies.base import Strategy
@@ -35,6 +36,6 @@ def check_settings(settings: Mapping[str, Any]) -> None:
         raise ConfigError(f"strategy.order: unknown parameter(s) {unknown}; the parameters are: {', '.join(PARAMETERS)}")
 
 
-def make_strategy(name: str, space: Space, goal: str, settings: Mapping[str, Any], seed: int) -> Strategy:
+def make_strategy(name: str, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int) -> Strategy:
     module, cls = STRATEGIES[name]
     return getattr(importlib.import_module(module), cls)(space, goal, settings, seed)

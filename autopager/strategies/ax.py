@@ -11,7 +11,10 @@ experiment, and the next call treats the running ones as pending points (the Sob
 BoTorch step conditions its acquisition on them). When Ax will not propose while trials are pending (its
 initialization budget drawn, too few of those trials observed yet), ``ask`` returns None until one is told.
 A failed trial (a crash, a timeout, the out-of-memory killer) is given to Ax as the worst value seen so far:
-marked failed, it taught Ax's model nothing, and the model kept proposing the same point.
+marked failed, it taught Ax's model nothing, and the model kept proposing the same point. A capped trial comes
+as the study's bound, worse than the incumbent; a trial measured several times as its mean and standard error
+(Ax's ``(mean, sem)`` outcome), so the model knows how sure each point is. ``modelled_best`` is Ax's best point
+by its model's prediction (``Client.get_best_parameterization``), which the summary shows beside the best measured.
 
 The generation strategy is Ax's default (``Client.configure_generation_strategy``'s: Sobol, then the modular
 BoTorch model), with two changes made through Ax's own generator settings: a resumed study continues the
@@ -27,12 +30,14 @@ analyses (the model's sensitivity to each parameter) can be computed afterwards 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
+from autopager.goal import Goal
 from autopager.space import HIGH, LOW, Dimension, Params, Space
 from autopager.strategies.base import Key, Strategy, key
 
@@ -67,7 +72,7 @@ def lows_below(dimension: Dimension, high: int) -> list[int]:
 
 
 class AxStrategy(Strategy):
-    def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -92,7 +97,7 @@ class AxStrategy(Strategy):
         self.client.configure_experiment(
             parameters=[RangeParameterConfig(name=name, bounds=box, parameter_type="float")
                         for name, box in boxes.items()], name="autopager")
-        self.client.configure_optimization(objective=OBJECTIVE if goal == "maximize" else f"-{OBJECTIVE}")
+        self.client.configure_optimization(objective=OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}")
 
     def generation_strategy(self):
         """Ax's default generation strategy, changed as the module says."""
@@ -150,7 +155,8 @@ class AxStrategy(Strategy):
         self.pending.setdefault(key(params), []).append(index)
         return params
 
-    def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
+    def tell(self, params: Params, value: float | None, sem: float | None = None,
+             proposed_by: str | None = None) -> None:
         if self.client is None:
             return
         if value is not None:
@@ -165,8 +171,22 @@ class AxStrategy(Strategy):
                 return  # e.g. the defaults, outside a narrowed space: Ax's model cannot place it
             index = self.client.attach_trial(parameters=self.to_point(params))
         if value is None and self.losses:
-            value = self.loss(max(self.losses))  # the worst so far, back in the metric's direction
+            value, sem = self.loss(max(self.losses)), None  # the worst so far, back in the metric's direction
         if value is None:
             self.client.mark_trial_failed(trial_index=index, failed_reason="the run failed")
         else:
-            self.client.complete_trial(trial_index=index, raw_data={OBJECTIVE: float(value)})
+            outcome = float(value) if sem is None else (float(value), float(sem))
+            self.client.complete_trial(trial_index=index, raw_data={OBJECTIVE: outcome})
+
+    def modelled_best(self) -> tuple[Params, float, float | None] | None:
+        if self.client is None or self.generation is None:
+            return None
+        try:
+            point, prediction, _, _ = self.client.get_best_parameterization(use_model_predictions=True)
+        except Exception:  # no model yet (Sobol only) or nothing completed: nothing to show
+            return None
+        outcome = prediction.get(OBJECTIVE)
+        mean, sem = outcome if isinstance(outcome, tuple) else (outcome, None)
+        if mean is None:
+            return None
+        return self.to_params(point), float(mean), None if sem is None or math.isnan(sem) else float(sem)

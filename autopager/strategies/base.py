@@ -5,8 +5,10 @@ be asked again before the outcomes of earlier proposals are told (several trials
 nodes); ``ask`` returns None when it has nothing to propose until one of them is told, or when it is done
 (the study tells those apart by whether trials are in flight). It is also told outcomes it did not ask for:
 the defaults' run that starts every study, and the finished trials of a resumed study (with what had proposed
-each), so that it continues where it stopped. A failed trial is told as ``None``. ``proposed_by`` names what
-proposed the last parameters asked for, for the study's table.
+each), so that it continues where it stopped. A failed trial is told as ``None``; a trial measured more than
+once comes with the standard error of its mean; a capped trial is told as a value worse than the incumbent's
+(the study's ``told``), never as the time it ran before it was stopped. ``proposed_by`` names what proposed
+the last parameters asked for, for the study's table.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Generator, Mapping
 
+from autopager.goal import Goal
 from autopager.space import Params, Space
 
 Key = tuple
@@ -24,18 +27,16 @@ def key(params: Mapping[str, Any]) -> Key:
 
 
 class Strategy(ABC):
-    def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         self.space = space
-        self.goal = goal
+        self.goal = Goal.parse(goal)
         self.settings = settings
         self.seed = seed
         self.proposed_by: str | None = None
 
     def loss(self, value: float | None) -> float | None:
         """What the strategies minimize: the metric, negated when it is to be maximized."""
-        if value is None:
-            return None
-        return value if self.goal == "minimize" else -value
+        return None if value is None else self.goal.loss(value)
 
     def planned_trials(self) -> int | None:
         """How many trials the strategy means to run, if it knows."""
@@ -49,9 +50,14 @@ class Strategy(ABC):
         """The next parameters to measure, or None when the strategy is done."""
 
     @abstractmethod
-    def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
-        """The metric of ``params`` (None: the trial failed); ``proposed_by``: for a trial the strategy did
-        not just ask for, what had proposed it (``proposed_by`` of an earlier run), if anything."""
+    def tell(self, params: Params, value: float | None, sem: float | None = None,
+             proposed_by: str | None = None) -> None:
+        """The metric of ``params`` (None: the trial failed) and its standard error (None: one run); ``proposed_by``:
+        for a trial the strategy did not just ask for, what had proposed it (of an earlier run), if anything."""
+
+    def modelled_best(self) -> tuple[Params, float, float | None] | None:
+        """The best parameters by the strategy's model, with its predicted value and standard error, if it has one."""
+        return None
 
 
 class Wait:
@@ -69,7 +75,7 @@ class SearchStrategy(Strategy):
     replays the search up to where it stopped and then goes on.
     """
 
-    def __init__(self, space: Space, goal: str, settings: Mapping[str, Any], seed: int):
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         self._losses: dict[Key, float | None] = {}
         self._asked: set[Key] = set()      # proposed, not yet told
@@ -102,6 +108,7 @@ class SearchStrategy(Strategy):
         except StopIteration:
             return None
 
-    def tell(self, params: Params, value: float | None, proposed_by: str | None = None) -> None:
+    def tell(self, params: Params, value: float | None, sem: float | None = None,
+             proposed_by: str | None = None) -> None:
         self._losses[key(params)] = self.loss(value)
         self._asked.discard(key(params))

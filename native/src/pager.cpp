@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -67,13 +68,19 @@ class PagerImpl {
     return base;
   }
 
-  bool unmap(void* base) {
+  bool unmap(void* base, const std::function<bool()>* map_over = nullptr) {
     RegionPtr region = regions_.remove(base);
     if (!region) return false;
     region->closing.store(true);
     int err = paging_.release_region(*region);
-    uffd_.unregister_range(region->base, region->mapped_length());
-    munmap(region->base, region->mapped_length());
+    if (map_over != nullptr && (*map_over)()) {
+      // The registered range is gone with the old mapping: its waiting faults are woken to retry.
+      uffd_.wake(region->base, region->mapped_length());
+    } else {
+      if (map_over != nullptr && err == 0) err = errno != 0 ? errno : EINVAL;
+      uffd_.unregister_range(region->base, region->mapped_length());
+      munmap(region->base, region->mapped_length());
+    }
     if (err != 0) errno = err;
     return err == 0;
   }
@@ -165,6 +172,7 @@ void* Pager::map(std::shared_ptr<Store> store, std::size_t length, int prot) {
   return impl_->map(std::move(store), length, prot);
 }
 bool Pager::unmap(void* base) { return impl_->unmap(base); }
+bool Pager::hand_over(void* base, const std::function<bool()>& map_over) { return impl_->unmap(base, &map_over); }
 int Pager::flush() {
   int err = impl_->flush_all();
   if (err != 0) errno = err;
@@ -192,5 +200,6 @@ void* Pager::region_base(const void* address, std::size_t* length) const {
 }
 
 const char* version() { return AUTOPAGER_VERSION; }
+const char* read_path() { return AUTOPAGER_READ_PATH; }
 
 }  // namespace autopager

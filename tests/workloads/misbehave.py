@@ -2,11 +2,15 @@
 
 8KiB crashes (SIGABRT), 16KiB hangs, 32KiB prints garbage, 64KiB exits with status 3, 128KiB prints a
 result whose value is not a number; any other page size prints a proper result, better for larger pages.
-"""
+
+With UMAP_PRINT_STATS set it prints a pager statistics line, as a program on the pager does."""
 import json
 import math
 import os
 import sys
+
+if os.environ.get("UMAP_PRINT_STATS"):
+    print('autopager stats: {"read_faults": 10, "write_faults": 0, "bytes_read": 40960}', file=sys.stderr)
 import time
 
 page_size = int(os.environ.get("UMAP_PAGESIZE", "4096"))

@@ -52,7 +52,7 @@ void print_result(const std::string& program, const Settings& settings, const Re
   std::printf("{\"metric\": %s, \"value\": %.9g, \"goal\": %s, \"mode\": %s, \"check\": %s, \"workload\": %s, "
               "\"threads\": %u, \"checksum\": %s, \"stats\": %s}\n",
               json_string(result.metric).c_str(), result.value, json_string(result.goal).c_str(),
-              json_string(backend_name(settings.backend)).c_str(), json_string(result.check).c_str(),
+              json_string(result.mode.empty() ? backend_name(settings.backend) : result.mode).c_str(), json_string(result.check).c_str(),
               json_string(program).c_str(), settings.threads, json_string(result.checksum).c_str(),
               result.stats.empty() ? "null" : result.stats.c_str());
   std::fflush(stdout);

@@ -26,6 +26,7 @@ struct Result {
   std::string check;     // "ok", or what is wrong with the answer
   std::string checksum;  // a summary of the answer, equal on the pager and on mmap
   std::string stats;     // pager_statistics_json() taken right after the kernel
+  std::string mode = "";  // what served the mappings, when not the backend ("umap" or "mmap") itself
 };
 
 class Stopwatch {

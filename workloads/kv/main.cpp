@@ -10,6 +10,7 @@
 #include <string>
 
 #include "datafile.hpp"
+#include "db_bench.hpp"
 #include "kv_file.hpp"
 #include "mapping.hpp"
 #include "random.hpp"
@@ -46,12 +47,6 @@ struct Store {
     }
     return layout.records;
   }
-};
-
-// What the readers saw: the sum of the values read and the number of wrong records.
-struct Tally {
-  std::uint64_t value_sum = 0;
-  std::uint64_t errors = 0;
 };
 
 // Reads record i (key and value) and checks it.
@@ -104,45 +99,31 @@ Tally lookups(const Store& store, std::uint64_t count) {
 }
 
 Result run(const Options& options, const Settings& settings) {
-  const std::string benchmark = options.choice("benchmark", {"readseq", "readrandom", "readreverse"});
-  const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
-  const std::size_t value_bytes = options.integer("value-size", 8, 4096);
-  if (value_bytes % 8 != 0) throw UsageError("option --value-size must be a multiple of 8");
-  const KvLayout layout = kv_layout(size_mib, value_bytes);
-  if (layout.records == 0) throw UsageError("option --size-mib is too small for one record");
-  const KvFiles files = kv_files(settings.data_dir, size_mib, value_bytes);
+  const DbBench bench = read_db_bench_options(options);
+  const KvLayout& layout = bench.layout;
+  const KvFiles files = kv_files(settings.data_dir, bench.size_mib, layout.value_bytes);
   if (settings.generate_only) {
     generate_kv(files, layout);
     return {};
   }
   if (!kv_is_complete(files, layout)) {
-    throw DataError("no complete store of " + std::to_string(size_mib) + " MiB with " + std::to_string(value_bytes) +
-                    "-byte values in " + settings.data_dir + " (" + files.data + "); make it with --generate");
+    throw DataError("no complete store of " + std::to_string(bench.size_mib) + " MiB with " +
+                    std::to_string(layout.value_bytes) + "-byte values in " + settings.data_dir + " (" + files.data +
+                    "); make it with --generate");
   }
-  const bool random = benchmark == "readrandom";
-  const std::uint64_t operations = random ? options.integer("lookups", 1) : layout.records;
-
-  Result result{"ops/s", 0, "maximize", "ok", "", ""};
   MappedFile data(files.data, /*writable=*/false, settings.backend);
   MappedFile index(files.index, /*writable=*/false, settings.backend);
   const Store store{data.as<const char>(), index.as<const char>(), layout};
   Stopwatch timer;
-  const Tally tally = random ? lookups(store, operations) : scan(store, benchmark == "readreverse");
+  const Tally tally = bench.random() ? lookups(store, bench.operations) : scan(store, bench.reverse());
   const double seconds = timer.seconds();
-  result.stats = pager_statistics_json(settings.backend);
-  result.value = operations / seconds;
-  if (tally.errors != 0) result.check = std::to_string(tally.errors) + " of " + std::to_string(operations) + " reads wrong";
-  result.checksum = benchmark + " " + std::to_string(operations) + " values " + std::to_string(tally.value_sum);
-  return result;
+  return db_bench_result(bench, seconds, tally, pager_statistics_json(settings.backend));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options options("kv", "db_bench read benchmarks (readseq, readrandom, readreverse) over a mapped key-value file.");
-  options.add("benchmark", "readrandom", "readseq, readrandom or readreverse");
-  options.add("size-mib", "512", "size of the records in MiB");
-  options.add("value-size", "128", "bytes a value (a multiple of 8, at most 4096)");
-  options.add("lookups", "100000", "number of lookups of readrandom");
+  add_db_bench_options(options, "size of the records in MiB");
   return workload_main(options, argc, argv, run);
 }

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include "autopager/config.hpp"
@@ -30,6 +31,13 @@ class Pager {
   void* map(std::shared_ptr<Store> store, std::size_t length, int prot = PROT_READ | PROT_WRITE);
   // Writes back the region's dirty pages and releases it. Returns false when `base` is not a region.
   bool unmap(void* base);
+  // As unmap, but instead of unmapping the region's range, calls `map_over()`, which must put another
+  // mapping over the whole range at once (mmap with MAP_FIXED) and return whether it did. Threads that
+  // faulted in the region while it was released retry on that mapping; with write-protect a write
+  // during the release waits for it too, so no write is lost. When map_over() fails the range is
+  // unmapped as by unmap(). Returns false when `base` is not a region, a write-back failed or
+  // map_over() failed (errno set).
+  bool hand_over(void* base, const std::function<bool()>& map_over);
   // Writes back every dirty page (of every region, or of the region at `base`); pages stay resident,
   // write-protected again. Returns 0, or -1 with errno when a write failed.
   int flush();
@@ -53,5 +61,7 @@ class Pager {
 Pager& default_pager();
 
 const char* version();
+// How the fillers read: "io_uring" (asynchronous) or "synchronous" (built with AUTOPAGER_SYNC_READS).
+const char* read_path();
 
 }  // namespace autopager

@@ -34,6 +34,11 @@ ssize_t CopyOnWriteStore::write(const void* src, std::size_t n, std::uint64_t of
   return static_cast<ssize_t>(n);
 }
 
+std::vector<std::pair<std::uint64_t, std::uint64_t>> CopyOnWriteStore::written_ranges() const {
+  std::shared_lock lock(written_mutex_);
+  return {written_.begin(), written_.end()};
+}
+
 void CopyOnWriteStore::remember_written(std::uint64_t begin, std::uint64_t end) {
   std::unique_lock lock(written_mutex_);
   auto range = written_.upper_bound(begin);

@@ -8,6 +8,8 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autopager/store.hpp"
 #include "scratch_store.hpp"
@@ -22,6 +24,8 @@ class CopyOnWriteStore : public Store {
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override;
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override;
   std::uint64_t size() const override { return base_->size(); }
+  // The byte ranges [begin, end) written so far, in order.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> written_ranges() const;
 
  private:
   void remember_written(std::uint64_t begin, std::uint64_t end);

@@ -143,6 +143,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "Native pager bindings for autopager (use autopager.memmap and autopager.Pager).";
   python::register_error_translation();
   m.def("version", [] { return std::string(version()); });
+  m.def("read_path", [] { return std::string(read_path()); });
   m.def("system_page_size", &system_page_size);
   m.def("hardware_threads", &hardware_threads);
   bind_config(m);

@@ -1,0 +1,112 @@
+"""``autopager exec``: run an unmodified program with its file mappings served by the pager.
+
+``autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]`` runs COMMAND with the preload library
+(``libautopager_preload.so``, README "Transparent mode") in ``LD_PRELOAD`` and the paging parameters in the
+``UMAP_*`` environment. KEY is a paging parameter as the tuner names it (``page_size=1MiB buffer_size=2GiB
+fillers=2``), ``min_size`` (files smaller than this are left to the kernel), ``paths`` (``fnmatch`` patterns
+separated by ``:``; only matching files are served), ``print_stats=1``, or a ``UMAP_*`` variable given as is.
+``profile=NAME`` starts from a saved profile's parameters; the other keys override it.
+
+The library is ``$AUTOPAGER_PRELOAD``, else the one installed in the package, else a developer build's.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from autopager.errors import ConfigError
+from autopager.params import PARAMETERS, parse_size, to_environment
+
+LIBRARY = "libautopager_preload.so"
+PACKAGE = Path(__file__).resolve().parent
+# exec's own keys -> the variable the preload reads
+SETTINGS = {"min_size": "UMAP_PRELOAD_MIN_SIZE", "paths": "UMAP_PRELOAD_PATHS", "print_stats": "UMAP_PRINT_STATS"}
+USAGE = "usage: autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]"
+
+
+def preload_library() -> Path:
+    """The preload library's path; a ConfigError with the fix when it is not built."""
+    if os.environ.get("AUTOPAGER_PRELOAD"):
+        candidates = [Path(os.environ["AUTOPAGER_PRELOAD"]).expanduser()]
+    else:
+        candidates = [PACKAGE / LIBRARY, PACKAGE.parent / "build" / "native" / "src" / "preload" / LIBRARY]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    raise ConfigError(f"the preload library {LIBRARY} is not in {', '.join(map(str, candidates))}: build it "
+                      f"(`pip install .`, or `cmake -B build && cmake --build build`) or set AUTOPAGER_PRELOAD")
+
+
+def with_preload(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the preload library first in LD_PRELOAD."""
+    result = dict(env)
+    others = [entry for entry in result.get("LD_PRELOAD", "").split() if entry]
+    result["LD_PRELOAD"] = " ".join([str(preload_library())] + others)
+    return result
+
+
+def transparent_argv(argv: Sequence[str]) -> list[str]:
+    """A command line that runs `argv` through the preload, keeping the environment it is given."""
+    return ["env", f"LD_PRELOAD={with_preload(os.environ)['LD_PRELOAD']}", *argv]
+
+
+def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """The variables to set and the command, from exec's arguments."""
+    args = list(args)
+    if "--" in args:
+        split = args.index("--")
+        settings, command = args[:split], args[split + 1:]
+    else:
+        split = next((i for i, arg in enumerate(args) if "=" not in arg), len(args))
+        settings, command = args[:split], args[split:]
+    if not command:
+        raise ConfigError(f"exec: no command to run\n{USAGE}")
+    params: dict[str, Any] = {}
+    variables: dict[str, str] = {}
+    profile = profile_dir = None
+    for setting in settings:
+        key, sep, value = setting.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"exec: expected KEY=VALUE before the command, not {setting!r}\n{USAGE}")
+        if key == "profile":
+            profile = value
+        elif key == "profile_dir":
+            profile_dir = value
+        elif key in PARAMETERS:
+            params[key] = value
+        elif key == "min_size":
+            try:
+                variables[SETTINGS[key]] = str(parse_size(value))
+            except ValueError as error:
+                raise ConfigError(f"exec: min_size: {error}") from None
+        elif key in SETTINGS:
+            variables[SETTINGS[key]] = value
+        elif key.startswith("UMAP_"):
+            variables[key] = value
+        else:
+            raise ConfigError(f"exec: unknown setting {key!r}; the parameters are {', '.join(PARAMETERS)}, "
+                              f"and {', '.join(SETTINGS)}, profile, profile_dir or a UMAP_* variable")
+    if profile:
+        from autopager.profiles import default_profile_dir, find_profile
+        found = find_profile(profile, Path(profile_dir).expanduser() if profile_dir else default_profile_dir())
+        params = {**{k: v for k, v in found.params.items() if v is not None}, **params}
+    try:
+        environment = to_environment(params)
+    except ValueError as error:
+        raise ConfigError(f"exec: {error}") from None
+    environment.update(variables)
+    return environment, command
+
+
+def exec_command(args: Sequence[str]) -> int:
+    """Replaces this process with the command; returns only when it cannot be started."""
+    variables, command = parse(args)
+    env = with_preload({**os.environ, **variables})
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as error:
+        print(f"autopager: exec: cannot run {command[0]!r}: {error.strerror}", file=sys.stderr)
+        return 127
+    return 0  # not reached

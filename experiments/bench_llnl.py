@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""LLNL UMap's own programs, umapsort and bfs, on LLNL's library, on ours and on the kernel's mmap.
+
+The programs are LLNL's, unchanged and built once against LLNL UMap; the same binaries run with our
+libumap.so first on the library path (the UMap C API is the same). Give the directory LLNL UMap was
+installed into (``--llnl PREFIX``: ``PREFIX/bin/umapsort``, ``PREFIX/bin/bfs``, ``PREFIX/lib/libumap.so``),
+built by its own instructions; without it there is nothing to run and the benchmark says so.
+
+Each round runs every variant once, in a fresh order, with the page cache dropped before each run; the
+kernel's mmap runs in a memory cgroup of the pager's buffer plus ``--mmap-headroom``. Medians over the
+rounds; ratios are taken within a round. The load average is recorded before every run.
+
+    sudo python3 experiments/bench_llnl.py --llnl /opt/llnl-umap [--rounds 3] [--programs sort,bfs]
+
+The bfs graph is the R-MAT graph of our own bfs workload (``--scale``), written once in LLNL's CSR layout
+(n+1 64-bit offsets, then the 64-bit neighbours) under ``--data-dir``. Results: ``<out>/runs.jsonl`` (every
+run) and ``<out>/llnl.md`` (the tables).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autopager.machine import cpu_model, memory_bytes, storage  # noqa: E402
+from autopager.memory_limit import MemoryLimit  # noqa: E402
+from autopager.page_cache import drop_page_cache  # noqa: E402
+from autopager.params import format_size, parse_size  # noqa: E402
+from autopager.workloads import locate_bin  # noqa: E402
+
+KERNEL = "mmap"
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    library: str              # "ours", "llnl" or KERNEL
+    page_size: int | None     # None: the library's own default
+
+    @property
+    def label(self) -> str:
+        size = "default" if self.page_size is None else format_size(self.page_size)
+        return KERNEL if self.library == KERNEL else f"{self.library} {size}"
+
+
+@dataclasses.dataclass
+class Program:
+    name: str
+    argv: Callable[[int], list[str]]  # by page size; the kernel's mmap adds the program's own flag
+    mmap_flag: str
+    buffer_bytes: int
+    metric: re.Pattern           # the program's own timing line
+    check: re.Pattern            # what must be the same in every run
+
+    def command(self, variant: Variant, page_size: int) -> list[str]:
+        return self.argv(page_size) + ([self.mmap_flag] if variant.library == KERNEL else [])
+
+
+def sort_program(args: argparse.Namespace, bin_dir: Path) -> Program:
+    data = Path(args.data_dir) / "umapsort.data"
+    total = parse_size(args.sort_size)
+    return Program(
+        "umapsort", lambda page: [str(bin_dir / "umapsort"), "-f", str(data), "-p", str(total // page),
+                                  "-t", str(args.threads), "-N", "1"],
+        "--usemmap", parse_size(args.buffer),
+        re.compile(r"Sort took ([0-9.]+) seconds"), re.compile(r"Validate took"))
+
+
+def llnl_graph(args: argparse.Namespace) -> tuple[Path, int, int]:
+    """Our bfs workload's graph in LLNL's CSR layout, made once: (file, vertices, edges)."""
+    data_dir = Path(args.data_dir)
+    offsets_path, neighbours_path = (data_dir / f"bfs-s{args.scale}.off", data_dir / f"bfs-s{args.scale}.adj")
+    if not offsets_path.exists():
+        subprocess.run([str(locate_bin() / "bfs"), "--generate", "--scale", str(args.scale),
+                        "--data-dir", str(data_dir)], check=True)
+    offsets = np.memmap(offsets_path, dtype=np.uint64, mode="r")
+    vertices, edges = len(offsets) - 1, int(offsets[-1])
+    graph = data_dir / f"bfs-s{args.scale}.llnl-csr"
+    expected = (vertices + 1 + edges) * 8
+    if not graph.exists() or graph.stat().st_size < expected:
+        print(f"writing {graph} ({expected / 2**30:.1f} GiB)", file=sys.stderr)
+        neighbours = np.memmap(neighbours_path, dtype=np.uint32, mode="r")
+        with open(graph.with_suffix(".tmp"), "wb") as out:
+            out.write(np.asarray(offsets).tobytes())
+            chunk = 1 << 26
+            for start in range(0, edges, chunk):
+                out.write(neighbours[start:start + chunk].astype(np.uint64).tobytes())
+        graph.with_suffix(".tmp").rename(graph)
+    return graph, vertices, edges
+
+
+def bfs_program(args: argparse.Namespace, bin_dir: Path, buffer: str) -> Program:
+    graph, vertices, edges = llnl_graph(args)
+    return Program(
+        f"bfs ({'in memory' if buffer == args.bfs_memory else buffer + ' buffer'})",
+        lambda page: [str(bin_dir / "bfs"), "-n", str(vertices), "-m", str(edges), "-g", str(graph)],
+        "-s", parse_size(buffer),
+        re.compile(r"BFS took \(s\)\s+([0-9.]+)"), re.compile(r"^\d+\t\d+$", re.MULTILINE))
+
+
+def run_once(program: Program, variant: Variant, args: argparse.Namespace, libraries: dict[str, Path]) -> dict:
+    page = variant.page_size or 4096
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
+    env["OMP_NUM_THREADS"] = str(args.threads)
+    if variant.library != KERNEL:
+        env["LD_LIBRARY_PATH"] = str(libraries[variant.library])
+        env["UMAP_BUFSIZE"] = str(program.buffer_bytes // page)
+        if variant.page_size is not None:
+            env["UMAP_PAGESIZE"] = str(variant.page_size)
+    else:
+        env["LD_LIBRARY_PATH"] = str(libraries["llnl"])
+    record = {"program": program.name, "variant": variant.label, "load": os.getloadavg()[0],
+              "command": " ".join(program.command(variant, page))}
+    if not drop_page_cache():
+        sys.exit("bench_llnl: dropping the page cache needs root")
+    limit = program.buffer_bytes + parse_size(args.mmap_headroom) if variant.library == KERNEL else None
+    with MemoryLimit(limit) if limit else _no_limit() as cgroup:
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(program.command(variant, page), env=env, capture_output=True, text=True,
+                                  timeout=args.timeout, preexec_fn=cgroup.enter if cgroup else None)
+        except subprocess.TimeoutExpired:
+            return {**record, "error": f"over {args.timeout:.0f} s"}
+        record["wall"] = time.perf_counter() - start
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        return {**record, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    phase = program.metric.search(output)
+    record["phase"] = float(phase.group(1)) if phase else None
+    record["check"] = "\n".join(program.check.findall(output))
+    return record
+
+
+class _no_limit:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+def median(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
+    rows = ["| variant | wall s (median) | runs | phase s (median) | load at start |", "|---|---|---|---|---|"]
+    for variant in variants:
+        mine = [r for r in runs if r["variant"] == variant.label]
+        failed = [r["error"] for r in mine if "error" in r]
+        wall = median(mine, "wall")
+        shown = "; ".join(f"{r['wall']:.1f}" for r in mine if "wall" in r)
+        wall_text = "-" if wall is None else f"{wall:.1f}"
+        phase = median(mine, "phase")
+        phase_text = "-" if phase is None else f"{phase:.1f}"
+        failure = f" ({failed[0]})" if failed else ""
+        loads = ", ".join(f"{r['load']:.2f}" for r in mine)
+        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {loads} |")
+    checks = {r["check"] for r in runs if "check" in r}
+    rows.append(f"\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
+    return "\n".join(rows)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--llnl", help="LLNL UMap's install prefix (bin/umapsort, bin/bfs, lib/libumap.so)")
+    parser.add_argument("--ours", default=str(REPO / "build" / "native"), help="the directory of our libumap.so")
+    parser.add_argument("--programs", default="sort,bfs,bfs-memory")
+    parser.add_argument("--page-sizes", default="1MiB,4MiB", help="page sizes run by both pagers")
+    parser.add_argument("--defaults", action="store_true", help="also each pager's own defaults (4 KiB for LLNL)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--sort-size", default="4GiB")
+    parser.add_argument("--buffer", default="1GiB", help="the pager buffer of the out-of-core runs")
+    parser.add_argument("--bfs-memory", default="8GiB", help="the buffer of the in-memory bfs runs")
+    parser.add_argument("--mmap-headroom", default="256MiB", help="the kernel's cgroup beyond the buffer")
+    parser.add_argument("--scale", type=int, default=24)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--data-dir", default="/var/tmp/autopager-bench")
+    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "llnl"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.llnl:
+        print("bench_llnl: LLNL UMap is not given (--llnl PREFIX): its umapsort and bfs programs are what this "
+              "benchmark runs, so there is nothing to measure", file=sys.stderr)
+        return 0
+    llnl = Path(args.llnl)
+    libraries = {"llnl": llnl / "lib", "ours": Path(args.ours)}
+    for library, path in libraries.items():
+        if not (path / "libumap.so").exists():
+            sys.exit(f"bench_llnl: no libumap.so in {path} ({library})")
+    Path(args.data_dir).mkdir(parents=True, exist_ok=True)
+    programs = {"sort": lambda: sort_program(args, llnl / "bin"),
+                "bfs": lambda: bfs_program(args, llnl / "bin", args.buffer),
+                "bfs-memory": lambda: bfs_program(args, llnl / "bin", args.bfs_memory)}
+    chosen = [programs[name]() for name in args.programs.split(",")]
+    sizes = [parse_size(s) for s in args.page_sizes.split(",")]
+    variants = [Variant(lib, size) for size in sizes for lib in ("ours", "llnl")] + [Variant(KERNEL, None)]
+    if args.defaults:
+        variants += [Variant("ours", None), Variant("llnl", None)]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    shuffle = random.Random(0)
+    sections = []
+    with open(out / "runs.jsonl", "a") as raw:
+        for program in chosen:
+            runs = []
+            for round_number in range(args.rounds):
+                order = variants[:]
+                shuffle.shuffle(order)
+                for variant in order:
+                    record = run_once(program, variant, args, libraries) | {"round": round_number}
+                    runs.append(record)
+                    raw.write(json.dumps(record) + "\n")
+                    raw.flush()
+                    shown = record.get("error") or f"{record['wall']:.1f} s"
+                    print(f"{program.name} round {round_number + 1} {variant.label}: {shown} "
+                          f"(load {record['load']:.2f})", file=sys.stderr, flush=True)
+            sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
+                            f"`{' '.join(program.command(Variant('ours', None), 4096))}`\n\n"
+                            + table(program, variants, runs))
+    report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
+              f"Machine: {cpu_model()}, {os.cpu_count()} hardware threads, {format_size(memory_bytes())} of memory, "
+              f"Linux {platform.release()}; the data on {storage(Path(args.data_dir))} (the kernel's mmap reads "
+              f"around a fault by up to its read-ahead). {args.threads} application threads; "
+              f"{args.rounds} interleaved rounds; the kernel's mmap in a memory cgroup of the buffer + "
+              f"{args.mmap_headroom}.\n\nCommand: `python3 experiments/bench_llnl.py "
+              f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n" + "\n\n".join(sections) + "\n")
+    (out / "llnl.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

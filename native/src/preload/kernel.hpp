@@ -1,0 +1,39 @@
+// The kernel's own memory, read, write and sync calls, past the preload: what a call the preload does not serve
+// goes to, and what the pager's own calls go to (its archive is linked with mmap, munmap, ... renamed
+// to autopager_kernel_*, see CMakeLists.txt), so nothing the pager does comes back into the preload.
+#pragma once
+
+#include <sys/mman.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+namespace autopager::preload {
+
+struct KernelCalls {
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  int (*munmap)(void*, size_t);
+  int (*mprotect)(void*, size_t, int);
+  int (*madvise)(void*, size_t, int);
+  int (*msync)(void*, size_t, int);
+  void* (*mremap)(void*, size_t, size_t, int, ...);
+  ssize_t (*write)(int, const void*, size_t);
+  ssize_t (*pwrite)(int, const void*, size_t, off_t);
+  ssize_t (*writev)(int, const iovec*, int);
+  ssize_t (*pwritev)(int, const iovec*, int, off_t);
+  ssize_t (*pwritev2)(int, const iovec*, int, off_t, int);
+  int (*ftruncate)(int, off_t);
+  ssize_t (*read)(int, void*, size_t);
+  ssize_t (*pread)(int, void*, size_t, off_t);
+  ssize_t (*readv)(int, const iovec*, int);
+  ssize_t (*preadv)(int, const iovec*, int, off_t);
+  ssize_t (*preadv2)(int, const iovec*, int, off_t, int);
+  int (*fsync)(int);
+  int (*fdatasync)(int);
+  void (*exit)(int);  // _exit
+};
+
+// The next definitions after the preload's (the C library's), looked up once; before that (a call
+// from another library's initializer) the system calls themselves.
+const KernelCalls& kernel();
+
+}  // namespace autopager::preload

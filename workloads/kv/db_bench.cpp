@@ -1,0 +1,32 @@
+#include "db_bench.hpp"
+
+namespace workloads {
+
+void add_db_bench_options(Options& options, const std::string& size_help) {
+  options.add("benchmark", "readrandom", "readseq, readrandom or readreverse");
+  options.add("size-mib", "512", size_help);
+  options.add("value-size", "128", "bytes a value (a multiple of 8, at most 4096)");
+  options.add("lookups", "100000", "number of lookups of readrandom");
+}
+
+DbBench read_db_bench_options(const Options& options) {
+  DbBench bench;
+  bench.benchmark = options.choice("benchmark", {"readseq", "readrandom", "readreverse"});
+  bench.size_mib = options.integer("size-mib", 1, 1ULL << 22);
+  const std::size_t value_bytes = options.integer("value-size", 8, 4096);
+  if (value_bytes % 8 != 0) throw UsageError("option --value-size must be a multiple of 8");
+  bench.layout = kv_layout(bench.size_mib, value_bytes);
+  if (bench.layout.records == 0) throw UsageError("option --size-mib is too small for one record");
+  bench.operations = bench.random() ? options.integer("lookups", 1) : bench.layout.records;
+  return bench;
+}
+
+Result db_bench_result(const DbBench& bench, double seconds, const Tally& tally, const std::string& stats) {
+  Result result{"ops/s", bench.operations / seconds, "maximize", "ok", "", stats};
+  if (tally.errors != 0)
+    result.check = std::to_string(tally.errors) + " of " + std::to_string(bench.operations) + " reads wrong";
+  result.checksum = bench.benchmark + " " + std::to_string(bench.operations) + " values " + std::to_string(tally.value_sum);
+  return result;
+}
+
+}  // namespace workloads

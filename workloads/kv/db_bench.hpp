@@ -1,0 +1,36 @@
+// db_bench's read benchmarks (readseq, readrandom, readreverse) over the kv records, as the kv and lmdb
+// workloads run them: their options, what the readers saw, and the result line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kv_file.hpp"
+#include "options.hpp"
+#include "workload.hpp"
+
+namespace workloads {
+
+struct DbBench {
+  std::string benchmark;    // readseq, readrandom or readreverse
+  std::uint64_t size_mib = 0;
+  KvLayout layout;
+  std::uint64_t operations = 0;  // records read by a scan, or lookups
+
+  bool random() const { return benchmark == "readrandom"; }
+  bool reverse() const { return benchmark == "readreverse"; }
+};
+
+// What the readers saw: the sum of the values read and the number of wrong records.
+struct Tally {
+  std::uint64_t value_sum = 0;
+  std::uint64_t errors = 0;
+};
+
+void add_db_bench_options(Options& options, const std::string& size_help);
+// Throws UsageError naming the bad option.
+DbBench read_db_bench_options(const Options& options);
+// The result of `bench.operations` reads in `seconds`.
+Result db_bench_result(const DbBench& bench, double seconds, const Tally& tally, const std::string& stats);
+
+}  // namespace workloads
