@@ -28,16 +28,16 @@ MODES = {"r": "r", "readonly": "r", "r+": "r+", "readwrite": "r+", "w+": "w+", "
          "c": "c", "copyonwrite": "c"}
 _OPEN_FLAGS = {"r": "rb", "c": "rb", "r+": "r+b", "w+": "w+b"}
 
-# Regions still mapped in this process. A forked child inherits their memory but not the pager's
-# threads nor its userfaultfd registration: there, pages not resident at the fork read as zeros.
+# Regions still mapped in this process. A forked child does not inherit their memory (the pager maps
+# them MADV_DONTFORK): there, touching one of these arrays is SIGSEGV.
 _mapped_regions: "weakref.WeakSet[_native.Region]" = weakref.WeakSet()
 
 
 def _warn_before_fork() -> None:
     if len(_mapped_regions):
-        warnings.warn(f"forking with {len(_mapped_regions)} autopager array region(s) mapped: in the child, their "
-                      f"pages that are not resident read as zeros; start worker processes with "
-                      f"multiprocessing's 'spawn' or 'forkserver' method instead", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"forking with {len(_mapped_regions)} autopager array region(s) mapped: the child cannot use "
+                      f"them (touching one is SIGSEGV; it may map the files again itself); start worker processes "
+                      f"with multiprocessing's 'spawn' or 'forkserver' method instead", RuntimeWarning, stacklevel=2)
 
 
 os.register_at_fork(before=_warn_before_fork)
@@ -50,8 +50,9 @@ class PagedArray(np.ndarray):
     computations and fancy indexing are plain ndarrays. The region is unmapped (its dirty pages
     written back) once no array, view or memoryview uses it.
 
-    Unlike numpy.memmap, it does not survive fork(): a forked child must not use it (forking warns;
-    give multiprocessing the 'spawn' or 'forkserver' start method).
+    Unlike numpy.memmap, it does not survive fork(): the child has no mapping there, touching the array
+    is SIGSEGV, and nothing the child does reaches the file (forking warns; the child may map the file
+    again, or give multiprocessing the 'spawn' or 'forkserver' start method).
 
     Attributes:
         filename: absolute path of the file (a list for a multi-file array), None for scratch arrays.

@@ -1,38 +1,46 @@
 """The ``autopager`` command: tune a workload, run it with its profile, and manage profiles.
 
-Configuration is Hydra's (``configs/config.yaml`` and the groups workload/, space/, strategy/); everything after
-the subcommand is a Hydra override: ``autopager tune workload=sort strategy=grid space.page_size.max=4MiB``.
-Bad input exits with status 2 and a message before anything runs; a failed study or run exits with 1.
+``tune`` and ``run`` are Hydra applications (``autopager.hydra_app``): everything after the subcommand is Hydra's
+command line, overrides (``autopager tune workload=sort strategy=grid space.page_size.max=4MiB``) and Hydra's flags
+(``--cfg job``, ``--info``, ``--help``, ``-m``). Bad input exits with status 2 and a message before anything runs;
+a failed study or run exits with 1. A subcommand is a function of its arguments in ``COMMANDS``.
 """
 from __future__ import annotations
 
 import os
-import re
+import statistics
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from omegaconf import DictConfig, OmegaConf, open_dict
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
 from autopager.errors import ConfigError, StudyError
 from autopager.exec import exec_command
-from autopager.params import PARAMETERS, system_page_size, to_environment
-from autopager.profiles import ProfileError, default_profile_dir, find_profile, list_profiles
+from autopager.hydra_app import compose, exit_status, run_application
+from autopager.params import to_environment
+from autopager.profiles import (Profile, ProfileNotFound, default_profile_dir, delete_profile, find_profile,
+                                scan_profiles)
 from autopager.progress import format_value, speedup
 from autopager.runner import Runner
-from autopager.space import Space, show_params
+from autopager.space import Params, Space, show, show_params
 from autopager.strategies import STRATEGIES
 from autopager.workloads import Workload, available, config_dir
 
+__all__ = ["COMMANDS", "compose", "main"]
+
 USAGE = """\
 usage: autopager tune workload=NAME [KEY=VALUE ...]     find the best paging parameters, save them as a profile
-       autopager run workload=NAME [profile=NAME] [KEY=VALUE ...]
-                                                     run a workload with its profile (or the defaults)
-       autopager profile list | show NAME | export NAME [profile_dir=DIR]
+       autopager tune -m workload=sort,bfs [KEY=A,B ...]  several studies (Hydra's multirun and launchers)
+       autopager run workload=NAME [profile=NAME] [run.rounds=N] [KEY=VALUE ...]
+                                                     run a workload with its profile, next to the defaults
+       autopager profile list | show NAME | export NAME | delete NAME [profile_dir=DIR]
        autopager report STUDY_DIR [--out DIR]           a study's analysis: Markdown and PNG plots
        autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]
                                                      run a program with its file mappings on the pager
+       autopager tune --help | --cfg job | --info         Hydra's flags, for tune and run alike
+       autopager --version                               the version, and how the pager reads (io_uring or not)
        autopager --help"""
 
 EXAMPLES = """\
@@ -40,149 +48,40 @@ examples:
   autopager tune workload=bfs
   autopager tune workload=sort strategy=grid space=small budget.trials=40
   autopager tune workload=bfs space.page_size.max=4MiB space.fillers=2 runner.repeats=3
+  autopager tune workload=sort space.read_ahead=[0,4,16]          (the values read_ahead is searched over)
+  autopager tune -m workload=sort,bfs workload.size=16,32           (four studies, one after the other)
   autopager tune workload=command workload.name=myapp workload.command="./myapp --input big.bin"
-  eval "$(autopager profile export bfs)" && ./my_umap_program"""
+  autopager run workload=bfs run.rounds=5
+  eval "`autopager profile export bfs`" && ./my_umap_program"""
 
+HYDRA_HELP = """\
+usage: autopager {command} [Hydra flags] workload=NAME [KEY=VALUE ...]
 
-def register_resolvers() -> None:
-    OmegaConf.register_new_resolver("cores", lambda: os.cpu_count() or 1, replace=True)
-    OmegaConf.register_new_resolver("system_page", system_page_size, replace=True)
-    OmegaConf.register_new_resolver("shift", lambda value, bits: int(value) << int(bits), replace=True)
+{what}
 
+== Configuration groups (group=option) ==
+$APP_CONFIG_GROUPS
 
-def hydra_message(error: Exception) -> str:
-    """A short, actionable message for a Hydra composition error."""
-    text = str(error)
-    missing = re.search(r"Could not find '([^/']+)/([^']+)'", text)
-    if missing:
-        group, option = missing.groups()
-        plural = {"strategy": "strategies", "space": "spaces"}.get(group, group + "s")
-        return f"unknown {group} {option!r}; the {plural} are: {', '.join(available(group))}"
-    mandatory = re.search(r"You must specify '([^']+)'", text)
-    if mandatory:
-        group = mandatory.group(1)
-        return f"choose a {group}: {group}=NAME, one of: {', '.join(available(group))}"
-    override = re.search(r"Could not override '([^']+)'", text)
-    if override:
-        path = override.group(1)
-        parts = path.split(".")
-        if parts[0] == "space" and len(parts) > 1 and parts[1] not in PARAMETERS:
-            return f"unknown parameter {parts[1]!r} in {path}; the parameters are: {', '.join(PARAMETERS)}"
-        if parts[0] == "space" and len(parts) > 2:
-            return (f"cannot set {path}: a searched parameter has min, max and step or factor, or values; "
-                    f"to replace it give the whole range, e.g. space.{parts[1]}={{min:1,max:8,factor:2}}")
-        return f"unknown setting {path!r} (see `autopager --help` and configs/config.yaml)"
-    cause = f": {error.__cause__}" if error.__cause__ else ""
-    return text.splitlines()[0] + cause if text else f"bad configuration{cause}"
+== Flags (Hydra's) ==
+$FLAGS_HELP
+With -m, a setting given as A,B (or Hydra's choice(), range()) makes one job a value; hydra/launcher=NAME runs
+the jobs elsewhere (pip install hydra-submitit-launcher: hydra/launcher=submitit_slurm, a SLURM job array).
 
+== The configuration, with the overrides given ==
+$CONFIG
+"""
 
-def whole_ranges(overrides: Sequence[str]) -> list[str]:
-    """``space.P={...}`` replaces P's range: Hydra would merge the mappings, so clear P first."""
-    result = []
-    for override in overrides:
-        match = re.match(r"^(space\.\w+)=\{", override)
-        if match:
-            result.append(f"{match.group(1)}=null")
-        result.append(override)
-    return result
+TUNE_WHAT = """\
+Find the best paging parameters for a workload: measure the defaults, then the trials the strategy asks for,
+appended to outputs/<workload>/<study>/trials.csv (run the same command again to resume); save the best as
+the workload's profile. A space parameter given as a list, space.read_ahead=[0,4] (or without -m choice(0,4),
+range(0,8,2), 0,4) is searched over those values."""
 
-
-def compose(overrides: Sequence[str]) -> tuple[DictConfig, dict[str, str]]:
-    """The resolved configuration for the overrides, and the chosen option of each group."""
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.errors import HydraException
-
-    register_resolvers()
-    try:
-        with initialize_config_dir(str(config_dir()), version_base=None, job_name="autopager"):
-            config = hydra_compose("config", overrides=whole_ranges(overrides), return_hydra_config=True)
-    except HydraException as error:
-        raise ConfigError(hydra_message(error)) from None
-    choices = {group: option for group, option in config.hydra.runtime.choices.items()
-               if not group.startswith("hydra")}
-    with open_dict(config):
-        del config["hydra"]
-    try:
-        OmegaConf.resolve(config)
-        OmegaConf.to_container(config, throw_on_missing=True)
-    except OmegaConfBaseException as error:
-        key = getattr(error, "full_key", None) or "a setting"
-        raise ConfigError(f"{key} is required: give it on the command line ({key}=...)" if "Missing" in
-                          type(error).__name__ else f"{key}: {str(error).splitlines()[0]}") from None
-    return config, choices
-
-
-def tune(overrides: Sequence[str]) -> int:
-    from autopager.study import Study
-
-    config, choices = compose(overrides)
-    study = Study(config, space_name=choices.get("space", "default"))
-    study.run()
-    return 0
-
-
-def run(overrides: Sequence[str]) -> int:
-    config, _ = compose(overrides)
-    workload = Workload.from_config(config.workload, config.data_dir)
-    runner = Runner.from_config(workload, config.runner)
-    workload.check()
-    try:
-        profile = find_profile(config.profile or workload.name, Path(config.profile_dir).expanduser())
-    except ProfileError:
-        if config.profile:
-            raise
-        profile = None
-    found_on = ((profile.data.get("found_on") or {}).get("workload") or {}) if profile else {}
-    same_data = all(found_on.get(knob) == value for knob, value in workload.knobs.items())
-    if profile:
-        params, label = profile.params, f"profile {profile.name}"
-        if not same_data:
-            print(f"note: the profile was found with {found_on}, this run has {workload.knobs}")
-    else:
-        params, label = Space({}, config.baseline).defaults, "the defaults (no profile yet)"
-    print(f"running {workload.name} with {label}: {show_params(params)}", flush=True)
-    prepared = runner.prepare()
-    if not prepared.ok:
-        raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}".rstrip())
-    result = runner.measure(params, float(config.runner.timeout or workload.timeout or config.runner.first_timeout))
-    if not result.ok:
-        raise StudyError(f"the run failed: {result.error}\n{result.stderr_tail}".rstrip())
-    line = f"{workload.metric}: {format_value(result.value, workload.metric)}"
-    default = profile.data.get("default_value") if profile and same_data else None
-    if default:
-        line += (f"  (the defaults: {format_value(default, workload.metric)} when tuned; "
-                 f"{speedup(result.value, default, workload.goal):.2f}x)")
-    print(line)
-    return 0
-
-
-def profile_command(args: Sequence[str]) -> int:
-    directory = default_profile_dir()
-    words = []
-    for arg in args:
-        if arg.startswith("profile_dir="):
-            directory = Path(arg.split("=", 1)[1]).expanduser()
-        else:
-            words.append(arg)
-    if words == ["list"]:
-        profiles = list_profiles(directory)
-        if not profiles:
-            print(f"no profiles in {directory}")
-        for profile in profiles:
-            data = profile.data
-            gain = data.get("speedup_over_default")
-            print(f"{profile.name:48} {format_value(data.get('value'), data.get('metric', ''))}"
-                  f"{f'  {gain}x the defaults' if gain else ''}  {profile.date}")
-        return 0
-    if len(words) == 2 and words[0] in ("show", "export"):
-        profile = find_profile(words[1], directory)
-        if words[0] == "show":
-            print(f"# {profile.path}\n{profile.to_yaml()}", end="")
-        else:
-            for name, value in to_environment({k: v for k, v in profile.params.items() if v is not None}).items():
-                print(f"export {name}={value}")
-        return 0
-    raise ConfigError("profile: expected `profile list`, `profile show NAME` or `profile export NAME`")
+RUN_WHAT = """\
+Run a workload with its profile (the newest found on this machine, or profile=NAME): the parameters the
+profile's study searched, over the defaults (the buffer size stays this run's, workload.buffer_size).
+run.rounds=N runs the defaults and the profile N times each, interleaved, and prints both with their spread;
+run.other_data=refuse refuses a profile found for another workload or data size (default: warn)."""
 
 
 def describe_option(group: str, name: str) -> str:
@@ -203,35 +102,221 @@ def help_text() -> str:
     sections += ["  " + line for line in (config_dir() / "space" / "default.yaml").read_text().splitlines()
                  if not line.startswith("#")]
     sections += ["", "settings: budget.trials, budget.minutes, runner.repeats, runner.timeout, runner.page_cache,",
-                 "  study.name, study.root, profile_dir, data_dir, seed (see configs/config.yaml)",
+                 "  study.name, study.root, profile_dir, data_dir, seed, run.rounds, run.other_data",
+                 "  (`autopager tune workload=NAME --cfg job` shows them all)",
                  f"configuration: {config_dir()}", "", EXAMPLES]
     return "\n".join(sections)
 
 
+# --- tune ---------------------------------------------------------------------------------------------------
+
+def check_budget(budget: Mapping[str, Any]) -> None:
+    trials, minutes = budget.get("trials"), budget.get("minutes")
+    if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
+        raise ConfigError(f"budget.trials must be a whole number of trials (0 or more), not {trials!r}")
+    if minutes is not None and (not isinstance(minutes, (int, float)) or isinstance(minutes, bool) or minutes <= 0):
+        raise ConfigError(f"budget.minutes must be a positive number, not {minutes!r}")
+
+
+def make_study(config: DictConfig, choices: Mapping[str, str]):
+    from autopager.study import Study
+
+    check_budget(config.budget)
+    return Study(config, space_name=choices.get("space", "default"))
+
+
+def tune_job(config: DictConfig, choices: Mapping[str, str]) -> int:
+    make_study(config, choices).run()
+    return 0
+
+
+def tune(argv: Sequence[str]) -> int:
+    return run_application("tune", argv, tune_job, make_study, HYDRA_HELP.format(command="tune", what=TUNE_WHAT))
+
+
+# --- run ----------------------------------------------------------------------------------------------------
+
+OTHER_DATA = ("warn", "refuse")
+
+
+@dataclass
+class RunPlan:
+    workload: Workload
+    runner: Runner
+    defaults: Params
+    profile: Profile | None
+    params: Params             # what runs: the defaults with the profile's tuned parameters
+    mismatch: str              # how the profile's workload or data differ from this run's, if they do
+    rounds: int
+    timeout: float
+
+
+def profile_mismatch(profile: Profile, workload: Workload, buffer_size: int | None) -> str:
+    if profile.workload != workload.name:
+        return f"profile {profile.name} was found for workload {profile.workload}, not {workload.name}"
+    found = profile.found_for
+    if any(found.get(knob) != value for knob, value in workload.knobs.items()):
+        shown = ", ".join(f"{knob}={found.get(knob)}" for knob in workload.knobs)
+        here = ", ".join(f"{knob}={value}" for knob, value in workload.knobs.items())
+        return f"profile {profile.name} was found with {shown}; this run has {here}"
+    found_buffer = profile.params.get("buffer_size")
+    if "buffer_size" not in profile.searched and None not in (found_buffer, buffer_size) and found_buffer != buffer_size:
+        return (f"profile {profile.name} was found with a {show('buffer_size', found_buffer)} buffer; this run has "
+                f"{show('buffer_size', buffer_size)}")
+    return ""
+
+
+def plan_run(config: DictConfig, choices: Mapping[str, str] | None = None) -> RunPlan:
+    workload = Workload.from_config(config.workload, config.data_dir)
+    runner = Runner.from_config(workload, config.runner)
+    workload.check()
+    rounds, other_data = config.run.rounds, config.run.other_data
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
+        raise ConfigError(f"run.rounds must be a whole number (0: one run with the profile), not {rounds!r}")
+    if other_data not in OTHER_DATA:
+        raise ConfigError(f"run.other_data must be one of {', '.join(OTHER_DATA)}, not {other_data!r}")
+    defaults = Space({}, config.baseline).defaults
+    try:
+        profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser())
+    except ProfileNotFound:
+        if config.profile:
+            raise
+        profile = None
+    mismatch = profile_mismatch(profile, workload, defaults.get("buffer_size")) if profile else ""
+    if mismatch and other_data == "refuse":
+        raise ConfigError(f"{mismatch} (run.other_data=refuse; run.other_data=warn applies it anyway)")
+    params = {**defaults, **profile.tuned_params} if profile else defaults
+    timeout = float(config.runner.timeout or workload.timeout or config.runner.first_timeout)
+    return RunPlan(workload, runner, defaults, profile, params, mismatch, rounds, timeout)
+
+
+def spread(values: Sequence[float], metric: str) -> str:
+    if len(values) == 1:
+        return format_value(values[0], metric)
+    return (f"median {format_value(statistics.median(values), metric)} "
+            f"({min(values):.4g}-{max(values):.4g} over {len(values)} runs)")
+
+
+def run_job(config: DictConfig, choices: Mapping[str, str]) -> int:
+    plan = plan_run(config)
+    workload, profile = plan.workload, plan.profile
+    if plan.mismatch:
+        print(f"autopager: warning: {plan.mismatch}: its parameters may not suit this run "
+              f"(run.other_data=refuse refuses such a profile)", file=sys.stderr)
+    label = f"profile {profile.name}" if profile else "the defaults (no profile yet)"
+    print(f"running {workload.name} with {label}: {show_params(plan.params)}", flush=True)
+    prepared = plan.runner.prepare()
+    if not prepared.ok:
+        raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}".rstrip())
+
+    def measure(params: Params) -> float:
+        result = plan.runner.measure(params, plan.timeout)
+        if not result.ok:
+            raise StudyError(f"the run failed: {result.error}\n{result.stderr_tail}".rstrip())
+        return result.value
+
+    metric = workload.metric
+    if plan.rounds:
+        arms = {"the defaults": plan.defaults, **({label: plan.params} if profile else {})}
+        values: dict[str, list[float]] = {name: [] for name in arms}
+        for round_ in range(1, plan.rounds + 1):
+            for name, params in arms.items():
+                values[name].append(measure(params))
+                print(f"round {round_}/{plan.rounds}: {name}: {format_value(values[name][-1], metric)}", flush=True)
+        for name in arms:
+            print(f"{name}: {spread(values[name], metric)}")
+        if profile:
+            gain = speedup(statistics.median(values[label]), statistics.median(values["the defaults"]), workload.goal)
+            print(f"speedup over the defaults: {gain:.2f}x (medians of {plan.rounds} interleaved rounds)")
+        return 0
+    value = measure(plan.params)
+    line = f"{metric}: {format_value(value, metric)}"
+    stored = profile.data.get("default_value") if profile and not plan.mismatch else None
+    if stored:
+        line += (f"\n  the defaults: {format_value(stored, metric)}, the figure stored in the profile when it was "
+                 f"tuned ({profile.date}), not measured now ({speedup(value, stored, workload.goal):.2f}x); "
+                 f"run.rounds=N measures both, interleaved")
+    print(line)
+    return 0
+
+
+def run(argv: Sequence[str]) -> int:
+    return run_application("run", argv, run_job, plan_run, HYDRA_HELP.format(command="run", what=RUN_WHAT))
+
+
+# --- profile ------------------------------------------------------------------------------------------------
+
+def profile_command(args: Sequence[str]) -> int:
+    directory = default_profile_dir()
+    words = []
+    for arg in args:
+        if arg.startswith("profile_dir="):
+            directory = Path(arg.split("=", 1)[1]).expanduser()
+        else:
+            words.append(arg)
+    if words == ["list"]:
+        profiles, broken = scan_profiles(directory)
+        if not profiles and not broken:
+            print(f"no profiles in {directory}")
+        for profile in profiles:
+            data = profile.data
+            gain = data.get("speedup_over_default")
+            print(f"{profile.name:48} {format_value(data.get('value'), data.get('metric', ''))}"
+                  f"{f'  {gain}x the defaults' if gain else ''}  {profile.date}")
+        for path, reason in broken:
+            print(f"{path.parent.name}/{path.stem:42} BROKEN: {reason}")
+        return 0
+    if len(words) == 2 and words[0] == "delete":
+        print(f"deleted {delete_profile(words[1], directory)}")
+        return 0
+    if len(words) == 2 and words[0] in ("show", "export"):
+        profile = find_profile(words[1], directory)
+        if words[0] == "show":
+            print(f"# {profile.path}\n{profile.to_yaml()}", end="")
+        else:
+            for name, value in to_environment(profile.tuned_params).items():
+                print(f"export {name}={value}")
+        return 0
+    raise ConfigError("profile: expected `profile list`, `profile show NAME`, `profile export NAME` "
+                      "or `profile delete NAME`")
+
+
+def report(argv: Sequence[str]) -> int:
+    from autopager.report import main as report_main  # matplotlib, only needed here
+
+    return report_main(argv)
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"tune": tune, "run": run, "profile": profile_command,
+                                                        "report": report, "exec": exec_command}
+
+
+def version_text() -> str:
+    """The native pager's version and how its fillers read: a build without io_uring is slower."""
+    try:
+        from autopager import _native
+    except ImportError as error:
+        return f"autopager: the native module is not built ({error})"
+    slow = "" if _native.read_path() == "io_uring" else " (slower: rebuild with liburing installed)"
+    return f"autopager {_native.version()}, reads: {_native.read_path()}{slow}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--version"]:
+        print(version_text())
+        return 0
+    if not args or args[0] in ("-h", "--help", "help") or (args[0] == "profile" and {"-h", "--help"} & set(args)):
+        print(help_text())
+        return 0
+
+    def dispatch() -> int:
+        if args[0] not in COMMANDS:
+            raise ConfigError(f"unknown command {args[0]!r}\n{USAGE}")
+        return COMMANDS[args[0]](args[1:])
+
     try:
-        if args and args[0] == "exec":  # before --help: the command's own options are its own
-            return exec_command(args[1:])
-        if not args or args[0] in ("-h", "--help", "help") or {"-h", "--help"} & set(args[1:]):
-            print(help_text())
-            return 0
-        command, rest = args[0], args[1:]
-        if command == "tune":
-            return tune(rest)
-        if command == "run":
-            return run(rest)
-        if command == "profile":
-            return profile_command(rest)
-        if command == "report":
-            return __import__("autopager.report", fromlist=["main"]).main(rest)
-        raise ConfigError(f"unknown command {command!r}\n{USAGE}")
-    except ConfigError as error:
-        print(f"autopager: error: {error}", file=sys.stderr)
-        return 2
-    except StudyError as error:
-        print(f"autopager: {error}", file=sys.stderr)
-        return 1
+        return exit_status(dispatch)
     except KeyboardInterrupt:
         print("\nautopager: interrupted; run the same command again to resume the study", file=sys.stderr)
         return 130

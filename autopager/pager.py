@@ -7,6 +7,7 @@ defaults, the UMAP_* environment variables, a profile, and keyword arguments.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Sequence, TypedDict, Union
 
@@ -54,7 +55,8 @@ class Pager:
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water (percent), read_ahead (pages),
     max_fault_events. profile= takes them from a profile name, a profile file or a mapping; keyword
-    arguments override it. Several pagers with different parameters can live in one process.
+    arguments override it. A named profile or profile file gives the parameters its study searched: never the
+    buffer size it was found with, unless the study searched that too. Several pagers with different parameters can live in one process.
 
     close() (or leaving the with block) writes back every dirty page and releases the pager; arrays
     still alive then keep their region mapped (and working) until they are deleted, and whatever they
@@ -115,11 +117,12 @@ class Pager:
 
     def close(self) -> None:
         """Write back every dirty page and release the pager (see the class documentation for arrays
-        still alive). Closing twice does nothing."""
+        still alive). Closing twice does nothing. Raises OSError when a page could not be written
+        back; the pager then stays open, with the page, so that close() can be tried again."""
         if self._native is None:
             return
+        self._native.flush()  # raises OSError when a write-back failed: the pager then stays open
         native, self._native = self._native, None
-        native.flush()
         self._final_stats = native.stats()
 
     def __enter__(self) -> "Pager":
@@ -144,6 +147,15 @@ class Pager:
 
 _default: Optional[Pager] = None
 _default_lock = threading.Lock()
+
+
+def _forget_inherited_default() -> None:
+    # A forked child gets a default pager of its own when it first maps (the parent's serves nothing there).
+    global _default, _default_lock
+    _default, _default_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_inherited_default)
 
 
 def default_pager() -> Pager:

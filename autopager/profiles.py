@@ -10,12 +10,23 @@ so tuning again on other data or another machine keeps both profiles. A profile 
 to its file, by ``<workload>/<data>@<machine>``, or by the workload alone: ``load_profile("bfs")`` picks the
 newest profile found on this machine, else the newest of all.
 
+A name is looked up in the profile directory (``bfs``, ``bfs/size=16,threads=2@2cpu-23GiB``) and never leaves it;
+only what looks like a path (ending in ``.yaml``, or starting with ``/``, ``./``, ``../`` or ``~``) is read as a file.
+
+A profile's ``searched`` lists the parameters its study searched; the others (the buffer size in particular, the
+user's constraint) were fixed by the study and are not applied from the profile (``tuned_params``). A profile
+without ``searched`` (hand-written, or older) counts every parameter but ``buffer_size`` as tuned.
+
+Every profile is validated when read; a bad one is a ProfileError naming the file and the field.
+
 The profile directory is ``$AUTOPAGER_PROFILE_DIR`` if set, else ``~/.config/autopager/profiles``.
 """
 from __future__ import annotations
 
 import datetime
+import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,6 +36,7 @@ import yaml
 from autopager.errors import ConfigError
 from autopager.machine import this_machine
 from autopager.params import PARAMETERS, format_size, parse_size
+from autopager.space import HIGH, LOW, parse_value
 
 SIZE_PARAMETERS = ("page_size", "buffer_size")
 SUFFIX = ".yaml"
@@ -32,6 +44,10 @@ SUFFIX = ".yaml"
 
 class ProfileError(ConfigError, LookupError):
     """No such profile, or a profile file that cannot be read."""
+
+
+class ProfileNotFound(ProfileError):
+    """No profile of that name."""
 
 
 def default_profile_dir() -> Path:
@@ -56,15 +72,47 @@ def readable_params(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_params(params: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Parameters as used in Python: sizes in bytes, the rest ints. Unknown names are an error."""
+    """Parameters as used in Python: sizes in bytes, the rest ints, each checked against what the pager accepts."""
+    if not isinstance(params, Mapping):
+        raise ProfileError(f"{source}: params must be a mapping of parameter: value, not {params!r}")
     unknown = set(params) - set(PARAMETERS)
     if unknown:
-        raise ProfileError(f"{source}: unknown parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
+        raise ProfileError(f"{source}: params: unknown parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
     try:
-        return {name: None if value is None else parse_size(value) if name in SIZE_PARAMETERS else int(value)
-                for name, value in params.items()}
-    except ValueError as error:
+        parsed = {name: None if value is None else parse_value(name, value, "params") for name, value in params.items()}
+    except ConfigError as error:
         raise ProfileError(f"{source}: {error}") from None
+    if None not in (parsed.get(LOW), parsed.get(HIGH)) and parsed[LOW] >= parsed[HIGH]:
+        raise ProfileError(f"{source}: params.{LOW} ({parsed[LOW]}) must be below params.{HIGH} ({parsed[HIGH]})")
+    return parsed
+
+
+def check_fields(data: Mapping[str, Any], source: str) -> None:
+    """The fields beside ``params``: what a profile file may hold, each of the right kind."""
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    for name in ("value", "default_value", "speedup_over_default"):
+        if data.get(name) is not None and not number(data[name]):
+            raise ProfileError(f"{source}: {name}: {data[name]!r} is not a number")
+    if data.get("goal") is not None and data["goal"] not in ("minimize", "maximize"):
+        raise ProfileError(f"{source}: goal: {data['goal']!r} is not minimize or maximize")
+    for name in ("workload", "metric", "strategy"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise ProfileError(f"{source}: {name}: {data[name]!r} is not a string")
+    searched = data.get("searched")
+    if searched is not None and (not isinstance(searched, list) or set(searched) - set(PARAMETERS)):
+        raise ProfileError(f"{source}: searched: {searched!r} is not a list of parameters ({', '.join(PARAMETERS)})")
+    found_on = data.get("found_on")
+    if found_on is not None and (not isinstance(found_on, Mapping) or not all(
+            isinstance(found_on.get(part) or {}, Mapping) for part in ("workload", "machine"))):
+        raise ProfileError(f"{source}: found_on: expected a mapping with workload and machine mappings")
+    machine = (found_on or {}).get("machine")
+    if machine:
+        try:
+            machine_key(machine)
+        except (KeyError, TypeError, ValueError):
+            raise ProfileError(f"{source}: found_on.machine: expected cores and memory, not {machine!r}") from None
 
 
 @dataclass(frozen=True)
@@ -86,6 +134,23 @@ class Profile:
         return parse_params(self.data.get("params") or {}, str(self.path))
 
     @property
+    def searched(self) -> list[str]:
+        """The parameters the profile's study searched (without that record: all but the buffer size)."""
+        if self.data.get("searched") is not None:
+            return list(self.data["searched"])
+        return [name for name in PARAMETERS if name != "buffer_size"]
+
+    @property
+    def tuned_params(self) -> dict[str, Any]:
+        """What the profile sets: the parameters its study searched, not the ones it held fixed."""
+        return {name: value for name, value in self.params.items() if name in self.searched and value is not None}
+
+    @property
+    def found_for(self) -> dict[str, Any]:
+        """The workload's size knobs the profile was found with."""
+        return dict((self.data.get("found_on") or {}).get("workload") or {})
+
+    @property
     def machine_key(self) -> str | None:
         machine = (self.data.get("found_on") or {}).get("machine")
         return machine_key(machine) if machine else None
@@ -101,50 +166,94 @@ class Profile:
 def read_profile(path: Path) -> Profile:
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise ProfileError(f"cannot read profile {path}: {error}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ProfileError(f"cannot read profile {path}: {str(error).splitlines()[0]}") from None
     if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
         raise ProfileError(f"{path} is not a profile: expected a YAML mapping with 'params'")
     profile = Profile(path, data)
     profile.params  # validates
+    check_fields(data, str(path))
     return profile
 
 
-def list_profiles(directory: Path | None = None) -> list[Profile]:
-    """Every profile in the directory, by workload then newest first."""
+def scan_profiles(directory: Path | None = None) -> tuple[list[Profile], list[tuple[Path, str]]]:
+    """Every profile in the directory, by workload then newest first, and the files that are not valid profiles
+    with the reason."""
     directory = Path(directory) if directory else default_profile_dir()
-    profiles = [read_profile(path) for path in sorted(directory.glob(f"*/*{SUFFIX}"))]
-    return sorted(sorted(profiles, key=lambda p: p.date, reverse=True), key=lambda p: p.workload)
+    profiles, broken = [], []
+    for path in sorted(directory.glob(f"*/*{SUFFIX}")):
+        try:
+            profiles.append(read_profile(path))
+        except ProfileError as error:
+            broken.append((path, str(error)))
+    return sorted(sorted(profiles, key=lambda p: p.date, reverse=True), key=lambda p: p.workload), broken
+
+
+def list_profiles(directory: Path | None = None) -> list[Profile]:
+    """Every valid profile in the directory, by workload then newest first."""
+    return scan_profiles(directory)[0]
+
+
+def looks_like_path(name: str) -> bool:
+    return name.endswith(SUFFIX) or name.startswith(("/", "./", "../", "~"))
+
+
+def profiles_named(name: str, directory: Path) -> list[Path]:
+    """The files in the directory a profile name stands for: ``<workload>`` (all of its) or ``<workload>/<file>``."""
+    parts = name.split("/")
+    if not name or len(parts) > 2 or any(part in ("", ".", "..") for part in parts):
+        raise ProfileNotFound(f"no profile named {name!r}: a profile is named <workload> or <workload>/<data>@<machine> "
+                              f"(see `autopager profile list`), or given as a file path ending in {SUFFIX}")
+    if len(parts) == 1:
+        return sorted((directory / name).glob(f"*{SUFFIX}"))
+    path = directory / parts[0] / (parts[1] + SUFFIX)
+    return [path] if path.is_file() else []
 
 
 def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> Profile:
     """The profile named by a file path, by ``<workload>/<data>@<machine>``, or by a workload name."""
     directory = Path(directory) if directory else default_profile_dir()
-    path = Path(name_or_path).expanduser()
-    if path.is_file():
+    name = os.fspath(name_or_path)
+    if isinstance(name_or_path, os.PathLike) or looks_like_path(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise ProfileNotFound(f"no profile file {path}")
         return read_profile(path)
-    name = str(name_or_path)
-    if "/" in name:
-        candidate = directory / (name if name.endswith(SUFFIX) else name + SUFFIX)
-        if candidate.is_file():
-            return read_profile(candidate)
-        raise ProfileError(f"no profile file {path} nor profile {name!r} in {directory} "
-                           f"(see `autopager profile list`)")
-    profiles = [read_profile(p) for p in sorted((directory / name).glob(f"*{SUFFIX}"))]
-    if not profiles:
-        raise ProfileError(f"no profile for workload {name!r} in {directory}: tune it first "
-                           f"(`autopager tune workload={name}`) or set AUTOPAGER_PROFILE_DIR")
+    paths = profiles_named(name, directory)
+    if not paths:
+        raise ProfileNotFound(f"no profile named {name!r} in {directory} (see `autopager profile list`; "
+                              f"a workload's profile is made by `autopager tune workload=NAME`)")
+    profiles = [read_profile(path) for path in paths]
     here = machine_key(this_machine())
     return max(profiles, key=lambda p: (p.machine_key == here, p.date))
 
 
 def load_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> dict[str, Any]:
-    """The parameters of a profile (DESIGN.md names; page_size and buffer_size in bytes).
+    """The parameters a profile sets (DESIGN.md names; page_size in bytes): those its study searched.
 
     ``name_or_path`` is a profile file, ``<workload>/<data>@<machine>``, or a workload name, in which case
     the newest profile found on this machine is used, else the newest. Raises ProfileError if none.
     """
-    return find_profile(name_or_path, directory).params
+    return find_profile(name_or_path, directory).tuned_params
+
+
+def delete_profile(name_or_path: str, directory: Path | None = None) -> Path:
+    """Remove one profile file, valid or not; a workload name with several profiles is refused with their names."""
+    directory = Path(directory) if directory else default_profile_dir()
+    if looks_like_path(name_or_path):
+        path = Path(name_or_path).expanduser()
+        if not path.is_file():
+            raise ProfileNotFound(f"no profile file {path}")
+    else:
+        paths = profiles_named(name_or_path, directory)
+        if not paths:
+            raise ProfileNotFound(f"no profile named {name_or_path!r} in {directory} (see `autopager profile list`)")
+        if len(paths) > 1:
+            names = ", ".join(f"{p.parent.name}/{p.name[:-len(SUFFIX)]}" for p in paths)
+            raise ConfigError(f"{name_or_path!r} has {len(paths)} profiles: delete one of them by name: {names}")
+        path = paths[0]
+    path.unlink()
+    return path
 
 
 def profile_path(directory: Path, workload: str, knobs: Mapping[str, Any], machine: Mapping[str, Any]) -> Path:
@@ -165,7 +274,11 @@ def save_profile(record: Mapping[str, Any], directory: Path | None = None) -> tu
     found_on = record["found_on"]
     path = profile_path(directory, record["workload"], found_on["workload"], found_on["machine"])
     if path.is_file():
-        old = read_profile(path).data
+        try:
+            old = read_profile(path).data
+        except ProfileError as error:
+            print(f"autopager: replacing a broken profile: {error}", file=sys.stderr)
+            old = {}
         if (old.get("metric") == record["metric"] and old.get("value") is not None
                 and not is_better(record["value"], old["value"], record["goal"])):
             return path, False

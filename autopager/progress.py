@@ -1,7 +1,14 @@
-"""What a study shows on screen: one line a trial while it tunes, and a summary at the end."""
+"""What a study shows: one line a trial while it tunes, and a summary at the end.
+
+On a terminal the trial in flight has a line of its own with its elapsed time, ticking every second, replaced by
+its result line when it ends. Off a terminal (a SLURM log, nohup) a trial's start is a line of its own too, so a
+long trial and a hung one can be told apart in the log.
+"""
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from typing import Any, Iterable, Mapping, TextIO
 
 from autopager.space import show, show_params
@@ -22,25 +29,73 @@ def counter(trial: int, planned: int | None) -> str:
     return f"[{trial:>3}/{planned}]" if planned else f"[{trial:>3}]"
 
 
+def duration(seconds: float) -> str:
+    """A duration for people: 42 s, 7.5 min, 3.2 h, 2.1 days."""
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
 class Progress:
     def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO | None = None):
         self.metric = metric
         self.goal = goal
         self.searched = list(searched)
         self.out = out or sys.stdout
+        self.started = time.monotonic()
+        self._ticking: tuple[threading.Thread, threading.Event] | None = None
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out, flush=True)
 
+    def elapsed(self) -> float:
+        """Seconds since the study began here: what the user waited."""
+        return time.monotonic() - self.started
+
+    def loading(self, strategy: str) -> None:
+        if strategy == "ax":
+            self.print("loading Ax and PyTorch (some seconds)...")
+
+    def plan(self, strategy: str, planned: int | None, limit: int | None, done: int, trial_seconds: float) -> None:
+        """How many trials are to come and, at the defaults' time a trial, about how long they take."""
+        if not limit:
+            return
+        left = max(0, limit - done)
+        size = f"the grid has {planned:,} points; " if strategy == "grid" else ""
+        cut = (f", drawn evenly from the grid's {planned:,} (raise budget.trials for more)"
+               if strategy == "grid" and planned is not None and limit < planned else "")
+        estimate = f": about {duration(left * trial_seconds)} at the defaults' time a trial" if left else ""
+        self.print(f"{size}{left:,} of {limit:,} trials to run{cut}{estimate}")
+
     def running(self, trial: int, planned: int | None, params: Mapping[str, Any]) -> None:
-        """On a terminal, the trial in flight, replaced by its result line when it ends."""
-        if self.out.isatty():
-            shown = show_params({name: params[name] for name in self.searched if name in params})
-            self.out.write(f"\r{counter(trial, planned)} running...  {shown}")
-            self.out.flush()
+        """The trial in flight: on a terminal a line that shows its elapsed time, else a line in the log."""
+        shown = show_params({name: params[name] for name in self.searched if name in params}) or "defaults"
+        line = f"{counter(trial, planned)} running  {shown}"
+        if not self.out.isatty():
+            self.print(line)
+            return
+        stop = threading.Event()
+        begin = time.monotonic()
+
+        def tick() -> None:
+            while True:
+                self.out.write(f"\r\033[K{line}  ({duration(time.monotonic() - begin)})")
+                self.out.flush()
+                if stop.wait(1.0):
+                    return
+
+        thread = threading.Thread(target=tick, name="autopager-progress", daemon=True)
+        self._ticking = (thread, stop)
+        thread.start()
 
     def trial(self, row: Mapping[str, Any], planned: int | None, best: float | None,
               default: float | None) -> None:
+        if self._ticking:
+            thread, stop = self._ticking
+            stop.set()
+            thread.join()
+            self._ticking = None
         if self.out.isatty():
             self.out.write("\r\033[K")  # erase the running line
         count = counter(row["trial"], planned)

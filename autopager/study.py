@@ -55,7 +55,7 @@ from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
 from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
 
-IDENTITY = ("workload", "space", "strategy", "baseline", "seed")  # what a resumed study must share
+IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
 MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
 
@@ -78,13 +78,18 @@ def terminate_as_interrupt() -> Iterator[None]:
 
 
 def identity(config: Mapping[str, Any], key: str) -> Any:
-    """A setting that a resumed study must share; baseline.mmap may be turned on later."""
-    value = config.get(key)
+    """A setting (a dotted path) that a resumed study must share; baseline.mmap may be turned on later."""
+    value: Any = config
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
     return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
 
 
-def default_name(strategy: str, space: str, size: Any) -> str:
-    parts = [strategy] + ([] if space == "default" else [space]) + ([] if size is None else [f"size{size}"])
+def default_name(strategy: str, space: str, size: Any, buffer_size: int | None = None, repeats: int = 1) -> str:
+    """<strategy>[-<space>][-size<size>][-buf<buffer>][-x<repeats>]: what tells studies of a workload apart."""
+    parts = ([strategy] + ([] if space == "default" else [space]) + ([] if size is None else [f"size{size}"])
+             + ([] if buffer_size is None else [f"buf{format_size(buffer_size)}"])
+             + ([] if repeats == 1 else [f"x{repeats}"]))
     return "-".join(parts)
 
 
@@ -100,7 +105,8 @@ class Study:
         self.strategy_name = config.strategy.name
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
-        name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size)
+        name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size,
+                                                 self.workload.buffer_size, self.runner.repeats)
         self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
         self._check_resumable()
         self.workload.check()
@@ -359,12 +365,15 @@ class Study:
 
     def search(self, default: Mapping[str, Any]) -> Strategy:
         """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends."""
+        self.progress.loading(self.strategy_name)
         strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                  self.settings.seed)
         for row in self.table.rows:  # the defaults, and a resumed study's trials
             if row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default:
                 strategy.tell(row_params(row), *self.told(row), proposed_by=row.get("proposed_by"))
         limit = self.trial_limit(strategy.planned_trials())
+        done = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
+        self.progress.plan(self.strategy_name, strategy.planned_trials(), limit, done, default["wall_seconds"])
         followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
         proposing = True
         while True:
@@ -396,7 +405,7 @@ class Study:
                     strategy.tell(params, *self.told(row))
                     self.report(row, limit)
             if not self.pool.count:
-                return strategy
+                break
             for entry, row in self.finished():
                 if entry.kind != Kind.SEARCH or self.measure_again(entry, row):
                     self.report(row, None if entry.kind != Kind.SEARCH else limit)
@@ -407,6 +416,10 @@ class Study:
                     reused = self.reuse(row, proposal)
                     strategy.tell(params, *self.told(reused))
                     self.report(reused, limit)
+        if done and done == sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows):
+            self.progress.print("study complete: every trial it plans was run before (raise budget.trials, or "
+                                "give another study.name, to run more)")
+        return strategy
 
     def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
         """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs
@@ -512,7 +525,8 @@ class Study:
             lines += self.confirmed_lines(verdict)
         answered = f", {reused} answered from an earlier trial" if reused else ""
         lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
-                  ("tuning time", f"{self.tuning_seconds():.1f} s")]
+                  ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
+                                  f"({self.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
                    "speedup": gain, "trials": len(rows),
                    "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.tuning_seconds(),
@@ -589,4 +603,6 @@ class Study:
             "strategy": self.strategy_name,
             "trials": len(self.table.rows),
             "study": str(self.directory.resolve()),
+            "searched": [name for name in self.space.dimensions  # the parameters its trials varied
+                         if len({row[name] for row in self.table.rows if row["kind"] != "reused"}) > 1],
         }

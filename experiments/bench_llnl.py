@@ -135,10 +135,12 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
                                   timeout=args.timeout, preexec_fn=cgroup.enter if cgroup else None)
         except subprocess.TimeoutExpired:
             return {**record, "error": f"over {args.timeout:.0f} s"}
-        record["wall"] = time.perf_counter() - start
+        wall = time.perf_counter() - start
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        return {**record, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+        last = (proc.stderr.strip().splitlines() or [""])[-1][-200:]
+        return {**record, "error": f"exit {proc.returncode} after {wall:.1f} s: {last}"}
+    record["wall"] = wall
     phase = program.metric.search(output)
     record["phase"] = float(phase.group(1)) if phase else None
     record["check"] = "\n".join(program.check.findall(output))
@@ -235,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{program.name} round {round_number + 1} {variant.label}: {shown} "
                           f"(load {record['load']:.2f})", file=sys.stderr, flush=True)
             sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
-                            f"`{' '.join(program.command(Variant('ours', None), 4096))}`\n\n"
+                            f"`{' '.join(program.command(Variant('ours', None), 4096))}` (at 4 KiB pages; "
+                            f"UMAP_PAGESIZE and UMAP_BUFSIZE set a variant's page and buffer)\n\n"
                             + table(program, variants, runs))
     report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
               f"Machine: {cpu_model()}, {os.cpu_count()} hardware threads, {format_size(memory_bytes())} of memory, "

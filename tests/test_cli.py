@@ -35,9 +35,13 @@ def test_help_lists_workloads_strategies_and_the_space(tuner_home):
     (["tune", "workload=synthetic", "strategy=coordinate", "strategy.order=[page_size,pagesize]"],
      "strategy.order: unknown parameter(s) ['pagesize']"),
     (["tune", "workload=synthetic", "strategy.trials=0"], "strategy.trials must be a positive integer"),
-    (["run", "workload=synthetic", "profile=nope"], "no profile for workload 'nope'"),
-    (["profile", "show", "nope"], "no profile for workload 'nope'"),
-    (["profile", "delete", "x"], "expected `profile list`"),
+    (["tune", "workload=synthetic", "budget.trials=-1"], "budget.trials must be a whole number of trials"),
+    (["tune", "workload=synthetic", "budget.minutes=soon"], "budget.minutes must be a positive number"),
+    (["run", "workload=synthetic", "profile=nope"], "no profile named 'nope'"),
+    (["run", "workload=synthetic", "run.rounds=-2"], "run.rounds must be a whole number"),
+    (["profile", "show", "nope"], "no profile named 'nope'"),
+    (["profile", "delete", "x"], "no profile named 'x'"),
+    (["profile", "remove", "x"], "expected `profile list`"),
     (["tunes", "workload=synthetic"], "unknown command 'tunes'"),
 ])
 def test_bad_input_exits_2_with_a_clear_message_before_any_trial(tuner_home, capsys, args, message):

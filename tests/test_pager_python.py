@@ -13,7 +13,7 @@ from pager_support import requires_userfaultfd, run_python
 pytestmark = requires_userfaultfd
 
 STATS = {"read_faults", "write_faults", "fills", "bytes_read", "evictions", "write_backs", "bytes_written",
-         "write_errors", "resident_pages", "dirty_pages", "fault_service_mean_us", "fault_service_p99_us"}
+         "write_errors", "read_errors", "resident_pages", "dirty_pages", "fault_service_mean_us", "fault_service_p99_us"}
 
 
 @pytest.fixture
@@ -96,10 +96,21 @@ def test_a_profile_mapping_file_or_name(path, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOPAGER_PROFILE_DIR", str(tmp_path / "profiles"))
     profile_file = tmp_path / "profiles" / "demo" / "default@here.yaml"
     profile_file.parent.mkdir(parents=True)
-    profile_file.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n  fillers: 2\n")
+    profile_file.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n  fillers: 2\n"
+                            "searched: [page_size, buffer_size, fillers]\n")
     for profile in ({"page_size": "32KiB", "buffer_size": "4MiB", "fillers": 2}, profile_file, "demo"):
         with autopager.Pager(profile=profile) as pager:
             assert pager.config["page_size"] == 32768 and pager.config["buffer_size"] == 4 << 20
+    # a buffer size the profile's study did not search is the user's, not the profile's
+    profile_file.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n  fillers: 2\n"
+                            "searched: [page_size, fillers]\n")
+    monkeypatch.setenv("UMAP_BUFSIZE", "1000")  # pages of the system page
+    for profile in (profile_file, "demo"):
+        with autopager.Pager(profile=profile) as pager:
+            assert pager.config["page_size"] == 32768 and pager.config["fillers"] == 2
+            assert pager.config["buffer_size"] == 1000 * os.sysconf("SC_PAGE_SIZE")
+        with autopager.Pager(profile=profile, buffer_size="2MiB") as pager:
+            assert pager.config["buffer_size"] == 2 << 20
     with autopager.Pager(profile="demo", page_size="8KiB") as pager:  # arguments override the profile
         assert pager.config["page_size"] == 8192 and pager.config["fillers"] == 2
     a = autopager.memmap(path, dtype=np.float32, mode="r", profile="demo")

@@ -21,7 +21,7 @@ def test_pagesize_tuning_of_the_sort_workload(tuner_home, capsys):
     assert main(["tune", "workload=sort", "workload.size=8", "workload.buffer_size=2MiB", "strategy=pagesize",
                  "space.page_size.max=256KiB", "runner.page_cache=evict", "confirm.rounds=0",
                  "noise.defaults_runs=1"]) == 0
-    table = pd.read_csv("outputs/sort/pagesize-size8/trials.csv")
+    table = pd.read_csv("outputs/sort/pagesize-size8-buf2MiB/trials.csv")
     assert list(table.status) == ["ok"] * 7, table.error.tolist()
     best = table.loc[table.value.idxmin()]
     assert best.page_size > 4096 and best.value < table.value[0] / 1.5  # larger pages beat the defaults
@@ -34,7 +34,7 @@ def test_bfs_prepares_its_data_once_and_runs_with_its_profile(tuner_home, capsys
               "runner.page_cache=evict", "confirm.rounds=0", "noise.defaults_runs=1"]
     assert main(["tune", *common, "strategy=random", "strategy.trials=3"]) == 0
     assert glob.glob(str(tuner_home / "data" / "bfs-s10.*")), "prepare did not generate the graph"
-    table = pd.read_csv("outputs/bfs/random-size10/trials.csv")
+    table = pd.read_csv("outputs/bfs/random-size10-buf256KiB/trials.csv")
     assert list(table.status) == ["ok"] * 4, table.error.tolist()
     capsys.readouterr()
     assert main(["run", *common]) == 0

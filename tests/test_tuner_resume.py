@@ -43,7 +43,7 @@ def kill_after(args, table: Path, count: int, limit: float = 300) -> pd.DataFram
 ])
 def test_a_killed_study_resumes_without_losing_a_trial(tuner_home, capsys, strategy, extra, total):
     args = [*SYNTHETIC, f"strategy={strategy}", *extra]
-    table = Path(f"outputs/synthetic/{strategy}-size20/trials.csv")
+    table = Path(f"outputs/synthetic/{strategy}-size20-buf64MiB/trials.csv")
     before = kill_after(args, table, count=3)
 
     assert main(["tune", *args]) == 0

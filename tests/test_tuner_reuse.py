@@ -24,7 +24,7 @@ def logged(log: Path) -> list[str]:
 def test_ax_proposing_a_measured_point_again_reuses_its_result(tuner_home, capsys):
     log = tuner_home / "runs.log"
     assert main(["tune", *logged(log), "strategy=ax", "strategy.initialization_trials=3", "strategy.trials=10"]) == 0
-    table = pd.read_csv("outputs/logged/ax/trials.csv")
+    table = pd.read_csv("outputs/logged/ax-buf16MiB/trials.csv")
     runs = log.read_text().splitlines()
     reused = table[table.kind == "reused"]
 

@@ -29,7 +29,7 @@ def test_grid_measures_every_point_and_finds_the_optimum(tuner_home, capsys):
     tune("strategy=grid", "space.page_size={min:64KiB,max:1MiB,factor:4}", "space.fillers={values:[2,4]}",
          "space.evictors={values:[1,2]}", "space.evict_high_water={values:[60,80]}",
          "space.evict_low_water={values:[50,70]}", "space.read_ahead=4")
-    table = trials("grid-size1")
+    table = trials("grid-size1-buf64MiB")
     assert len(table) == 1 + 3 * 2 * 2 * 3  # the watermark pairs: 50/60, 50/80, 70/80
     assert table.kind[0] == "default" and table.value[0] == pytest.approx(DEFAULTS_SECONDS, rel=1e-3)
     assert {k: best(table)[k] for k in OPTIMUM} == OPTIMUM
@@ -41,14 +41,14 @@ def test_coordinate_descent_finds_the_optimum_and_compares_with_page_size_only(t
     narrow = ["space.page_size={min:64KiB,max:1MiB,factor:2}", "space.read_ahead={values:[0,4]}",
               "space.evict_high_water={min:60,max:100,step:10}", "space.evict_low_water={min:30,max:70,step:10}"]
     tune("strategy=pagesize", *narrow)
-    pagesize = trials("pagesize-size1")
+    pagesize = trials("pagesize-size1-buf64MiB")
     assert len(pagesize) == 1 + 5
     assert best(pagesize).page_size == 256 << 10
     assert (pagesize.loc[1:, ["fillers", "evict_high_water", "read_ahead"]] == [2, 90, 0]).all().all()
     capsys.readouterr()
 
     tune("strategy=coordinate", "strategy.max_sweeps=2", *narrow)
-    table = trials("coordinate-size1")
+    table = trials("coordinate-size1-buf64MiB")
     assert {k: best(table)[k] for k in OPTIMUM} == OPTIMUM
     assert not table.duplicated(list(OPTIMUM)).any(), "a measured point was measured again"
     out = capsys.readouterr().out
@@ -57,7 +57,7 @@ def test_coordinate_descent_finds_the_optimum_and_compares_with_page_size_only(t
 
 def test_ax_finds_the_best_region_within_its_budget(tuner_home, capsys):
     tune("strategy=ax", "strategy.initialization_trials=5", "strategy.trials=12")
-    table = trials("ax-size1")
+    table = trials("ax-size1-buf64MiB")
     assert len(table) == 1 + 12
     top = best(table)
     assert top.value < DEFAULTS_SECONDS / 4, top  # the defaults are 13.9x off the optimum
@@ -69,21 +69,21 @@ def test_ax_finds_the_best_region_within_its_budget(tuner_home, capsys):
 
 def test_random_and_default_strategies(tuner_home):
     tune("strategy=random", "strategy.trials=5")
-    table = trials("random-size1")
+    table = trials("random-size1-buf64MiB")
     assert len(table) == 6 and not table.duplicated(list(OPTIMUM)).any()
     tune("strategy=default")
-    assert len(trials("default-size1")) == 1
+    assert len(trials("default-size1-buf64MiB")) == 1
 
 
 def test_budget_trials_caps_and_extends_a_study(tuner_home):
     tune("strategy=random", "budget.trials=2")
-    assert len(trials("random-size1")) == 3
+    assert len(trials("random-size1-buf64MiB")) == 3
     tune("strategy=random", "budget.trials=4")  # the same study, resumed with a larger budget
-    table = trials("random-size1")
+    table = trials("random-size1-buf64MiB")
     assert len(table) == 5 and not table.duplicated(list(OPTIMUM)).any()
 
 
 def test_budget_minutes_stops_starting_trials(tuner_home, capsys):
     tune("strategy=random", "budget.minutes=0.0001")
-    assert len(trials("random-size1")) == 1
+    assert len(trials("random-size1-buf64MiB")) == 1
     assert "budget.minutes=0.0001 reached" in capsys.readouterr().out

@@ -31,14 +31,15 @@ bool Buffer::try_reserve() {
   return false;
 }
 
-void Buffer::reserve(const std::function<bool()>& evict_one) {
+bool Buffer::reserve(const std::function<bool()>& make_room) {
   while (!try_reserve()) {
     {
       std::unique_lock<std::mutex> lock(pressure_mutex_);
       slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() < capacity_; });
     }
-    if (resident() >= capacity_) evict_one();
+    if (resident() >= capacity_ && !make_room()) return false;
   }
+  return true;
 }
 
 std::uint64_t Buffer::claim_evictions(std::uint64_t most) {

@@ -23,9 +23,9 @@ class Buffer {
 
   // Takes a slot when one is free, without waiting.
   bool try_reserve();
-  // Takes a slot, waiting for the evictors; when they lag, calls `evict_one` itself so that a fault
-  // never waits forever.
-  void reserve(const std::function<bool()>& evict_one);
+  // Takes a slot, waiting for the evictors; when they lag, calls `make_room` itself, which returns
+  // false to give up (then so does reserve).
+  bool reserve(const std::function<bool()>& make_room);
   void release();
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
@@ -38,6 +38,7 @@ class Buffer {
 
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
   std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t low_water() const { return low_water_; }
   EvictionPolicy& policy() { return *policy_; }
   // Serializes every change of one page's state (fill, write-back, eviction).
   std::mutex& lock_for(const Region& region, std::uint64_t page) {

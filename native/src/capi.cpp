@@ -4,29 +4,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
+#include <limits>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <vector>
 
 #include "autopager/pager.hpp"
 #include "umap/umap.h"
-
-namespace autopager {
-namespace {
-
-std::mutex default_pager_mutex;
-Pager* default_pager_instance = nullptr;  // never destroyed: other static destructors may still fault
-
-}  // namespace
-
-Pager& default_pager() {
-  std::lock_guard<std::mutex> lock(default_pager_mutex);
-  if (default_pager_instance == nullptr) default_pager_instance = new Pager(Config::from_environment());
-  return *default_pager_instance;
-}
-
-}  // namespace autopager
 
 using autopager::default_pager;
 
@@ -58,12 +43,24 @@ T with_default_pager(T failed, Body body) {
 extern "C" {
 
 void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  if ((flags & UMAP_PRIVATE) == 0 || (flags & UMAP_FIXED) != 0 || offset < 0) {
-    std::fprintf(stderr, "umap: flags must be UMAP_PRIVATE (UMAP_FIXED is not supported) and offset >= 0\n");
+  if ((flags & UMAP_PRIVATE) == 0 || offset < 0) {
+    std::fprintf(stderr, "umap: flags must include UMAP_PRIVATE (and may include UMAP_FIXED), and offset >= 0\n");
     errno = EINVAL;
     return UMAP_FAILED;
   }
-  (void)addr;  // a hint only, as for mmap without MAP_FIXED
+  // Without UMAP_FIXED `addr` is a hint only, as for mmap; with it, the region goes exactly there.
+  void* fixed = (flags & UMAP_FIXED) != 0 ? addr : nullptr;
+  if ((flags & UMAP_FIXED) != 0 && addr == nullptr) {
+    std::fprintf(stderr, "umap: UMAP_FIXED needs an address\n");
+    errno = EINVAL;
+    return UMAP_FAILED;
+  }
+  if (length > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max() - offset)) {
+    std::fprintf(stderr, "umap: offset %lld + length %zu is past the largest file offset\n",
+                 static_cast<long long>(offset), length);
+    errno = EINVAL;
+    return UMAP_FAILED;
+  }
   return with_default_pager<void*>(UMAP_FAILED, [&](autopager::Pager& pager) {
     // The store owns a duplicate, so the program may close its descriptor while the region lives.
     int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -78,7 +75,7 @@ void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset)
       close(own);
       throw;
     }
-    return pager.map(std::move(store), length, prot);
+    return pager.map(std::move(store), length, prot, fixed);
   });
 }
 
@@ -104,6 +101,17 @@ void umap_prefetch(int npages, struct umap_prefetch_item* page_array) {
     for (int i = 0; i < npages; ++i) addresses[static_cast<std::size_t>(i)] = page_array[i].page_base_addr;
     pager.prefetch(addresses.data(), addresses.size());
     return 0;
+  });
+}
+
+void umap_fetch_and_pin(char* paddr, uint64_t size) {
+  with_default_pager<int>(-1, [&](autopager::Pager& pager) {
+    if (pager.fetch_and_pin(paddr, static_cast<std::size_t>(size)) == 0) return 0;
+    int err = errno;
+    std::fprintf(stderr, "umap_fetch_and_pin: %s\n",
+                 err == EINVAL ? "the address is in no region" : "more pages than the buffer lets pin");
+    errno = err;
+    return -1;
   });
 }
 

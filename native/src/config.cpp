@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include <strings.h>
 #include <thread>
+
+#include "memory_limit.hpp"
 
 namespace autopager {
 namespace {
@@ -15,6 +18,7 @@ constexpr std::uint64_t kMaxThreads = 1024;
 constexpr std::uint64_t kMaxFaultEvents = 4096;
 constexpr std::uint64_t kMaxReadAhead = 1 << 20;
 constexpr std::uint64_t kMaxPageSize = 1ull << 30;
+constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 
 struct Parameter {
   const char* name;
@@ -28,6 +32,9 @@ constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESH
 constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
 constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD"};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
+constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
+constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
+constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
 // UMap's paper spells this one without the underscores; both are read.
 constexpr const char* kFaultEventsAlias = "UMAP_MAXFAULTEVENTS";
 
@@ -35,14 +42,10 @@ std::uint64_t physical_memory() {
   return static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * system_page_size();
 }
 
-std::uint64_t available_memory() {
-  return static_cast<std::uint64_t>(sysconf(_SC_AVPHYS_PAGES)) * system_page_size();
-}
-
 std::uint64_t max_buffer_pages(std::size_t page_size) { return physical_memory() / page_size; }
 
 std::uint64_t default_buffer_pages(std::size_t page_size) {
-  std::uint64_t pages = available_memory() / 10 * 8 / page_size;
+  std::uint64_t pages = usable_memory() / 10 * 8 / page_size;
   return pages > 0 ? pages : 1;
 }
 
@@ -79,17 +82,32 @@ bool read_env(const Parameter& p, const char* env, std::uint64_t* out) {
   return true;
 }
 
+// UMap's rule: a variable set to 0 leaves the value as it was.
 template <typename T>
 void read_env_into(const Parameter& p, T* field, const char* env = nullptr) {
   std::uint64_t value;
-  if (!read_env(p, env ? env : p.env, &value)) return;
+  if (!read_env(p, env ? env : p.env, &value) || value == 0) return;
   if (value > std::numeric_limits<T>::max()) {
     refuse(p, value, "out of range", "at most " + std::to_string(std::numeric_limits<T>::max()));
   }
   *field = static_cast<T>(value);
 }
 
+void read_log_level(LogLevel* level) {
+  const char* text = std::getenv(kLogLevelEnv);
+  if (text == nullptr) return;
+  for (unsigned i = 0; i < sizeof kLogLevelNames / sizeof *kLogLevelNames; ++i) {
+    if (strcasecmp(text, kLogLevelNames[i]) == 0) {
+      *level = static_cast<LogLevel>(i);
+      return;
+    }
+  }
+  throw ConfigError(std::string(kLogLevelEnv) + "=\"" + text + "\" is not a level; allowed: ERROR, WARNING, INFO, DEBUG");
+}
+
 }  // namespace
+
+const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
 
 std::size_t system_page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
 
@@ -116,13 +134,16 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kPageSize, &c.page_size);
   read_env_into(kFillers, &c.fillers);
   read_env_into(kEvictors, &c.evictors);
-  bool buffer_given = std::getenv(kBuffer.env) != nullptr;
+  const char* buffer_text = std::getenv(kBuffer.env);
+  bool buffer_given = buffer_text != nullptr && std::strtoull(buffer_text, nullptr, 10) != 0;
   read_env_into(kBuffer, &c.buffer_pages);
   read_env_into(kHighWater, &c.evict_high_water);
   read_env_into(kLowWater, &c.evict_low_water);
   read_env_into(kReadAhead, &c.read_ahead);
   read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
   read_env_into(kFaultEvents, &c.max_fault_events);
+  read_env_into(kMonitor, &c.monitor_interval);
+  read_log_level(&c.log_level);
   // A default buffer is a number of bytes: keep it when only the page size changes.
   if (!buffer_given && c.page_size != base.page_size && c.page_size > 0 && base.page_size > 0) {
     std::uint64_t pages = base.buffer_pages * base.page_size / c.page_size;
@@ -158,6 +179,9 @@ void Config::validate() const {
   }
   check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
   check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
+  check_range(kMonitor, monitor_interval, 0, kMaxMonitorInterval, " seconds");
+  if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))
+    throw ConfigError("log_level (UMAP_LOG_LEVEL) out of range; allowed: ERROR, WARNING, INFO, DEBUG");
 }
 
 std::string Config::to_string() const {
@@ -165,7 +189,9 @@ std::string Config::to_string() const {
   out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
-      << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events << "}";
+      << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
+      << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
+      << "\"}";
   return out.str();
 }
 

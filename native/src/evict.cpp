@@ -2,20 +2,32 @@
 
 #include <chrono>
 
+#include "pager_threads.hpp"
+
 namespace autopager {
 namespace {
 // Pages evicted together: their memory goes in one call with one TLB flush.
 constexpr std::uint64_t kBatch = 32;
+constexpr auto kWhileFillsEnd = std::chrono::microseconds(200);
+constexpr auto kWhileWriteBacksFail = std::chrono::milliseconds(20);
 }  // namespace
 
 EvictorPool::EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging) : buffer_(buffer), paging_(paging) {
-  for (unsigned i = 0; i < evictors; ++i) threads_.emplace_back([this] { run(); });
+  try {
+    for (unsigned i = 0; i < evictors; ++i) threads_.push_back(start_pager_thread([this] { run(); }));
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
-EvictorPool::~EvictorPool() {
+EvictorPool::~EvictorPool() { stop(); }
+
+void EvictorPool::stop() {
   stop_.store(true);
   buffer_.wake_all();
   for (auto& t : threads_) t.join();
+  threads_.clear();
 }
 
 void EvictorPool::run() {
@@ -26,8 +38,9 @@ void EvictorPool::run() {
       std::size_t evicted = paging_.evict(share);
       buffer_.end_evictions(share);
       if (evicted < share) {
-        // Every other slot is held by a fill in flight (or a write-back failed): try again shortly.
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+        // Every other slot is held by a fill in flight: try again shortly. Pages that cannot be
+        // written back stay so for a while (a full disk): try them far less often.
+        std::this_thread::sleep_for(paging_.write_backs_failing() ? kWhileWriteBacksFail : kWhileFillsEnd);
         break;
       }
     }

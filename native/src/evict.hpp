@@ -13,6 +13,7 @@ namespace autopager {
 
 class EvictorPool {
  public:
+  // Throws std::system_error, with no thread left running, when a thread cannot be started.
   EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging);
   ~EvictorPool();
   EvictorPool(const EvictorPool&) = delete;
@@ -20,6 +21,7 @@ class EvictorPool {
 
  private:
   void run();
+  void stop();
   Buffer& buffer_;
   Paging& paging_;
   std::atomic<bool> stop_{false};

@@ -7,7 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
 #include <system_error>
+
+#include "pager_threads.hpp"
 
 namespace autopager {
 namespace {
@@ -61,10 +66,24 @@ FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, 
     : config_(config), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
-  for (unsigned i = 0; i < config_.fillers; ++i) fillers_.emplace_back([this] { serve(); });
+  try {
+    for (unsigned i = 0; i < config_.fillers; ++i) fillers_.push_back(start_pager_thread([this] { serve(); }));
+    std::unique_lock<std::mutex> lock(mutex_);
+    set_up_.wait(lock, [&] { return set_up_count_ == fillers_.size(); });
+    if (setup_error_) std::rethrow_exception(setup_error_);
+  } catch (...) {
+    stop();
+    close(stop_event_);
+    throw;
+  }
 }
 
 FillerPool::~FillerPool() {
+  stop();
+  close(stop_event_);
+}
+
+void FillerPool::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopped_ = true;
@@ -73,7 +92,14 @@ FillerPool::~FillerPool() {
   (void)!write(stop_event_, &one, sizeof one);  // wakes the reader, and every filler waiting on its ring
   idle_.notify_all();
   for (auto& t : fillers_) t.join();
-  close(stop_event_);
+  fillers_.clear();
+}
+
+void FillerPool::report_setup(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error && !setup_error_) setup_error_ = error;
+  ++set_up_count_;
+  set_up_.notify_all();
 }
 
 void FillerPool::prefetch(PageRef page) {
@@ -83,10 +109,25 @@ void FillerPool::prefetch(PageRef page) {
 }
 
 void FillerPool::serve() {
-  Filler self(config_, stop_event_);
-  std::vector<uffd_msg> messages(config_.max_fault_events);
+  // Set up here, not by the constructor: a ring takes submissions only from the thread that made it.
+  std::unique_ptr<Filler> filler;
+  std::vector<uffd_msg> messages;
   std::vector<Fault> batch;
-  batch.reserve(messages.size());
+  try {
+    filler = std::make_unique<Filler>(config_, stop_event_);
+    messages.resize(config_.max_fault_events);
+    batch.reserve(messages.size());
+  } catch (const std::bad_alloc&) {
+    report_setup(std::make_exception_ptr(std::system_error(
+        ENOMEM, std::generic_category(),
+        "allocating a filler's read buffers (pages of " + std::to_string(config_.page_size) + " bytes)")));
+    return;
+  } catch (...) {
+    report_setup(std::current_exception());
+    return;
+  }
+  report_setup(nullptr);
+  Filler& self = *filler;
 
   std::unique_lock<std::mutex> lock(mutex_);
   bool may_lead = true;  // false just after handing the role on: first do what it was handed on for
@@ -209,8 +250,9 @@ FillerPool::ReadResult FillerPool::read_faults(Filler& self, std::vector<uffd_ms
       faults.clear();
       for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); ++i) {
         if (messages[i].event != UFFD_EVENT_PAGEFAULT) continue;
+        const pid_t thread = uffd_.has_thread_id() ? static_cast<pid_t>(messages[i].arg.pagefault.feat.ptid) : 0;
         faults.push_back({static_cast<std::uintptr_t>(messages[i].arg.pagefault.address),
-                          messages[i].arg.pagefault.flags, now});
+                          messages[i].arg.pagefault.flags, thread, now});
       }
       if (!faults.empty()) return ReadResult::kFaults;
       continue;
@@ -239,13 +281,13 @@ bool FillerPool::start_fault(Filler& self, const Fault& fault, bool may_block) {
     record_service(fault.read_at);
     return true;
   }
-  const bool for_write = (fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
-  Start how = queue_fill(self, region, page, for_write, true, fault.read_at);
+  const FillRequest request{(fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0, true, fault.thread};
+  Start how = queue_fill(self, region, page, request, fault.read_at);
   if (how == Start::kInPlace && !may_block) return false;
-  StatsCounters::add(for_write ? stats_.write_faults : stats_.read_faults);
+  StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
   queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
-  if (how == Start::kInPlace) fill_in_place(self, region, page, for_write);
+  if (how == Start::kInPlace) fill_in_place(self, region, page, request);
   else wake_unless_filling(*region, page);
   record_service(fault.read_at);
   return true;
@@ -253,15 +295,16 @@ bool FillerPool::start_fault(Filler& self, const Fault& fault, bool may_block) {
 
 bool FillerPool::start_speculative(Filler& self, const PageRef& page, bool may_block) {
   if (page.region->state(page.page) != PageState::kAbsent) return true;
-  Start how = queue_fill(self, page.region, page.page, false, false, std::chrono::steady_clock::now());
+  const FillRequest request{false, false, 0};
+  Start how = queue_fill(self, page.region, page.page, request, std::chrono::steady_clock::now());
   if (how != Start::kInPlace) return true;
   if (!may_block) return false;
-  paging_.fill(page.region, page.page, false, true, self.in_place_buffer());
+  paging_.fill(page.region, page.page, request, self.in_place_buffer());
   return true;
 }
 
-FillerPool::Start FillerPool::queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write,
-                                         bool demand, std::chrono::steady_clock::time_point read_at) {
+FillerPool::Start FillerPool::queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page,
+                                         const FillRequest& request, std::chrono::steady_clock::time_point read_at) {
   if (!self.reads.has_free_slot()) return Start::kInPlace;
   unsigned slot = self.reads.acquire();
   Store::FileExtent extent{};
@@ -269,20 +312,20 @@ FillerPool::Start FillerPool::queue_fill(Filler& self, const RegionPtr& region, 
     self.reads.release(slot);
     return Start::kInPlace;
   }
-  bool claimed = demand ? paging_.claim(*region, page, false, [&] { reserve_slot(self); })
-                        : paging_.claim(*region, page, true, {});
-  if (!claimed) {
+  // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
+  if (paging_.claim(*region, page, request, [&] { return reserve_slot(self); }) != Paging::Claim::kClaimed) {
     self.reads.release(slot);
     return Start::kNotNeeded;
   }
-  self.pending[slot] = PendingRead{region, page, for_write, demand, read_at, extent.length};
+  self.pending[slot] = PendingRead{region, page, request, read_at, extent.length};
   self.reads.read(slot, extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
 
-void FillerPool::fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write) {
+void FillerPool::fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page,
+                               const FillRequest& request) {
   auto fill_start = std::chrono::steady_clock::now();
-  if (paging_.fill(region, page, for_write, false, self.in_place_buffer())) {
+  if (paging_.fill(region, page, request, self.in_place_buffer())) {
     std::uint64_t ns = nanoseconds_since(fill_start);
     std::uint64_t average = fill_ns_average_.load(std::memory_order_relaxed);
     fill_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
@@ -291,14 +334,12 @@ void FillerPool::fill_in_place(Filler& self, const RegionPtr& region, std::uint6
   }
 }
 
-void FillerPool::reserve_slot(Filler& self) {
+bool FillerPool::reserve_slot(Filler& self) {
   while (!paging_.try_reserve_slot()) {
-    if (!self.reads.in_flight()) {
-      paging_.reserve_slot();
-      return;
-    }
+    if (!self.reads.in_flight()) return paging_.reserve_slot();
     collect(self, true, false);
   }
+  return true;
 }
 
 bool FillerPool::collect(Filler& self, bool wait, bool watch_faults) {
@@ -314,14 +355,16 @@ void FillerPool::finish_read(Filler& self, const ReadQueue::Completion& completi
   const std::uint64_t offset = read.region->page_offset(read.page);
   ssize_t got = completion.result;
   if (got < 0) {
-    got = store.read(data, read.region->page_size, offset);  // retried in place, which sets errno
+    errno = -completion.result;
+    // A fault's read is tried once more, in place; read-ahead leaves the page to a fault.
+    if (read.request.demand) got = Paging::read_store(store, data, read.region->page_size, offset, 1);
   } else if (static_cast<std::size_t>(got) < read.requested) {
     // Short: the end of the file, or a read cut short; the store reads the rest (or nothing).
     ssize_t rest = store.read(data + got, read.requested - got, offset + got);
     got = rest < 0 ? -1 : got + rest;
   }
-  paging_.finish(read.region, read.page, read.for_write, data, got);
-  if (read.demand) record_service(read.read_at);
+  paging_.finish(read.region, read.page, read.request, data, got);
+  if (read.request.demand) record_service(read.read_at);
   else continue_read_ahead(read.region, read.page);
   read.region.reset();
   self.reads.release(completion.slot);

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,6 +29,8 @@ namespace autopager {
 
 class FillerPool {
  public:
+  // Starts the fillers once each has its buffers and ring; throws std::system_error (ENOMEM, EAGAIN)
+  // when a thread or a buffer cannot be had, with no thread left running.
   FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
              StatsCounters& stats);
   ~FillerPool();
@@ -40,6 +43,7 @@ class FillerPool {
   struct Fault {
     std::uintptr_t address;
     std::uint64_t flags;  // UFFD_PAGEFAULT_FLAG_*
+    pid_t thread;         // the faulting thread, 0 when the kernel does not say
     std::chrono::steady_clock::time_point read_at;
   };
 
@@ -47,8 +51,7 @@ class FillerPool {
   struct PendingRead {
     RegionPtr region;
     std::uint64_t page = 0;
-    bool for_write = false;
-    bool demand = false;  // for a fault (else read-ahead or prefetch)
+    FillRequest request;
     std::chrono::steady_clock::time_point read_at;
     std::size_t requested = 0;
   };
@@ -57,6 +60,9 @@ class FillerPool {
   enum class Start { kQueued, kNotNeeded, kInPlace };
 
   void serve();
+  void stop();
+  // A filler's setup (its buffers and ring) ended: `error` is null when it succeeded.
+  void report_setup(std::exception_ptr error);
   // Runs as the fault reader until the role must go to another filler; false, or true at shutdown.
   bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<uffd_msg>& messages,
             std::vector<Fault>& batch);
@@ -66,11 +72,12 @@ class FillerPool {
   // `may_block` is false.
   bool start_fault(Filler& self, const Fault& fault, bool may_block);
   bool start_speculative(Filler& self, const PageRef& page, bool may_block);
-  Start queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write, bool demand,
+  Start queue_fill(Filler& self, const RegionPtr& region, std::uint64_t page, const FillRequest& request,
                    std::chrono::steady_clock::time_point read_at);
-  void fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, bool for_write);
+  void fill_in_place(Filler& self, const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
-  void reserve_slot(Filler& self);
+  // False when none can be had (Paging::reserve_slot).
+  bool reserve_slot(Filler& self);
   // Serves the filler's completed reads; waits for an event when `wait`. True at shutdown.
   bool collect(Filler& self, bool wait, bool watch_faults);
   void finish_read(Filler& self, const ReadQueue::Completion& completion);
@@ -96,6 +103,9 @@ class FillerPool {
   bool reader_active_ = false;
   unsigned idle_fillers_ = 0;
   bool stopped_ = false;
+  std::condition_variable set_up_;
+  unsigned set_up_count_ = 0;       // fillers whose setup ended
+  std::exception_ptr setup_error_;  // the first setup that failed
   std::vector<std::thread> fillers_;
 };
 

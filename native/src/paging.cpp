@@ -1,17 +1,29 @@
 #include "paging.hpp"
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <vector>
 
 #include "tsan_annotations.hpp"
 
 namespace autopager {
+namespace {
+
+// How long a fault waits for a buffer slot while write-backs fail and no page can be evicted, before
+// it fails with SIGBUS: a buffer full of pages that cannot be written never drains by itself.
+constexpr auto kMostWaitForRoom = std::chrono::seconds(1);
+// Reads of a page before its fault fails: the first and one retry (a transient error).
+constexpr int kReadAttempts = 2;
+
+}  // namespace
 
 void Region::wait_while_in_transit(std::uint64_t page) const {
   for (;;) {
@@ -21,41 +33,59 @@ void Region::wait_while_in_transit(std::uint64_t page) const {
   }
 }
 
-bool Paging::fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative,
-                  char* io_buffer) {
-  if (!claim(*region, page, speculative, [this] { reserve_slot(); }))
-    return false;
-  ssize_t got = region->store->read(io_buffer, region->page_size, region->page_offset(page));
-  return finish(region, page, for_write, io_buffer, got);
+ssize_t Paging::read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts) {
+  ssize_t got = -1;
+  for (int attempt = 0; attempt < attempts && got < 0; ++attempt) got = store.read(dst, n, offset);
+  return got;
 }
 
-bool Paging::claim(Region& region, std::uint64_t page, bool speculative, const std::function<void()>& reserve) {
+bool Paging::fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer) {
+  if (claim(*region, page, request, [this] { return reserve_slot(); }) != Claim::kClaimed) return false;
+  ssize_t got = read_store(*region->store, io_buffer, region->page_size, region->page_offset(page),
+                           request.demand ? kReadAttempts : 1);
+  return finish(region, page, request, io_buffer, got);
+}
+
+bool Paging::reserve_slot() {
+  const auto give_up_at = std::chrono::steady_clock::now() + kMostWaitForRoom;
+  return buffer_.reserve([&] {
+    if (evict_one()) return true;
+    return !write_backs_failing() || std::chrono::steady_clock::now() < give_up_at;
+  });
+}
+
+Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillRequest& request,
+                            const std::function<bool()>& reserve) {
   // A fault on a page being evicted (it faulted just as the page went) fills it once it is gone.
-  if (!speculative && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
-  if (region.state(page) != PageState::kAbsent || region.closing.load()) return false;
-  if (speculative) {
-    if (!buffer_.try_reserve()) return false;
-  } else {
-    reserve();
+  if (request.demand && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
+  if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
+  if (!request.demand) {
+    if (!buffer_.try_reserve()) return Claim::kNotNeeded;
+  } else if (!reserve()) {
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+    if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
+    fail_fault_locked(region, page, request, ENOMEM,
+                      "no room in the buffer: every resident page is dirty and cannot be written back", false);
+    return Claim::kNoRoom;
   }
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.state(page) != PageState::kAbsent || region.closing.load()) {
     buffer_.release();
-    return false;
+    return Claim::kNotNeeded;
   }
   region.set_state(page, PageState::kFilling);
-  return true;
+  return Claim::kClaimed;
 }
 
-bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, bool for_write, char* io_buffer, ssize_t got) {
+bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillRequest& request, char* io_buffer,
+                    ssize_t got) {
   Region& region = *region_ptr;
   const std::size_t page_size = region.page_size;
-  if (got < 0) {
-    std::fprintf(stderr, "autopager: reading page %llu of a region failed: %s; serving zeros\n",
-                 static_cast<unsigned long long>(page), std::strerror(errno));
-    got = 0;
-  }
-  if (static_cast<std::size_t>(got) < page_size) std::memset(io_buffer + got, 0, page_size - got);
+  const int read_error = got < 0 ? (errno != 0 ? errno : EIO) : 0;
+  // Nothing of the page in the store (it ends before the page: a file truncated, or mapped past its
+  // end) is the kernel's SIGBUS too; a page the store ends within reads as zeros after its end.
+  const bool past_end = got == 0 && region.page_bytes(page) > 0;
+  if (got > 0 && static_cast<std::size_t>(got) < page_size) std::memset(io_buffer + got, 0, page_size - got);
 
   std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.closing.load()) {  // unmapped while the read was in flight: drop it
@@ -65,9 +95,21 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, bool for_wr
     uffd_.wake(region.page_address(page), page_size);
     return false;
   }
+  if (read_error != 0 || past_end) {
+    if (request.demand) {
+      fail_fault_locked(region, page, request, read_error != 0 ? read_error : ENXIO,
+                        read_error != 0 ? "its store could not be read" : "it lies past the end of its store", true);
+    } else {  // read-ahead: leave it to a fault, which reads it again
+      region.set_state(page, PageState::kAbsent);
+      lock.unlock();
+      buffer_.release();
+      uffd_.wake(region.page_address(page), page_size);
+    }
+    return false;
+  }
   // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
-  const bool dirty = region.writable && (for_write || !region.track_writes);
-  const bool protect = region.track_writes && !for_write;
+  const bool dirty = region.writable && (request.for_write || !region.track_writes);
+  const bool protect = region.track_writes && !request.for_write;
   // Publish the page before the copy wakes the faulting thread: whatever that thread does next
   // (write, flush, unmap) must see it resident.
   region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
@@ -90,6 +132,30 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, bool for_wr
   return true;
 }
 
+void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err,
+                               const char* why, bool holds_slot) {
+  StatsCounters::add(stats_.read_errors);
+  std::fprintf(stderr, "autopager: page %llu of a region (store offset %llu) cannot be served: %s (%s); the "
+                       "faulting thread gets SIGBUS\n",
+               static_cast<unsigned long long>(page), static_cast<unsigned long long>(region.page_offset(page)), why,
+               std::strerror(err));
+  char* address = region.page_address(page);
+  if (holds_slot) buffer_.release();
+  // A poison marker raises SIGBUS at the address each thread touches, as the kernel's would, for
+  // every thread waiting on the page and every later access, until the page is evicted.
+  if (uffd_.has_poison() && uffd_.poison(address, region.page_size) == 0) {
+    region.set_state(page, PageState::kPoisoned);
+    buffer_.policy().on_fill(PageRef{region.shared_from_this(), page});
+    return;
+  }
+  // Without it (before Linux 6.6) the page stays absent: the faulting thread gets the signal, and
+  // any other waiting thread faults again and is served (or failed) on its own.
+  region.set_state(page, PageState::kAbsent);
+  if (request.thread != 0) syscall(SYS_tgkill, getpid(), request.thread, SIGBUS);
+  else kill(getpid(), SIGBUS);  // the kernel does not say which thread faulted (before Linux 4.14)
+  uffd_.wake(address, region.page_size);
+}
+
 void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
@@ -103,6 +169,23 @@ void Paging::resolve_write(Region& region, std::uint64_t page) {
   uffd_.wake(address, region.page_size);
 }
 
+void Paging::note_write_back(int err) {
+  if (err == 0) {
+    write_backs_failing_.store(false, std::memory_order_relaxed);
+    return;
+  }
+  write_backs_failing_.store(true, std::memory_order_relaxed);
+  StatsCounters::add(stats_.write_errors);
+}
+
+void Paging::report_eviction_failure(int err) {
+  // Once a pager: flush, unmap and exit report each failure to their caller.
+  if (!reported_eviction_failure_.exchange(true))
+    std::fprintf(stderr, "autopager: writing back a dirty page to evict it failed: %s; such pages stay resident "
+                         "and dirty, and are tried again (flush, unmap and exit report what could not be written)\n",
+                 std::strerror(err));
+}
+
 int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resident) {
   if (region.state(page) != PageState::kDirty) return 0;
   char* address = region.page_address(page);
@@ -113,18 +196,45 @@ int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resi
   ssize_t written = region.store->write(address, bytes, region.page_offset(page));
   AUTOPAGER_WRITE_PROTECTED_READS_END();
   if (written != static_cast<ssize_t>(bytes)) {
-    int err = errno != 0 ? errno : EIO;
-    StatsCounters::add(stats_.write_errors);
-    std::fprintf(stderr, "autopager: writing back page %llu failed: %s; the page stays resident\n",
-                 static_cast<unsigned long long>(page), std::strerror(err));
+    int err = written < 0 && errno != 0 ? errno : EIO;
+    note_write_back(err);
     if (region.track_writes) uffd_.write_protect(address, region.page_size, false);
     return err;
   }
+  note_write_back(0);
   StatsCounters::add(stats_.write_backs);
   StatsCounters::add(stats_.bytes_written, bytes);
   // Without write-protect a page kept resident may be written again unseen: it stays dirty.
   if (!keep_resident || region.track_writes) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
   if (keep_resident && region.track_writes) region.set_state(page, PageState::kClean);
+  return 0;
+}
+
+std::optional<int> Paging::write_back_moved_out(Region& region, std::uint64_t page) {
+  if (!uffd_.has_move()) return std::nullopt;
+  char* slot = staging_.take();
+  if (slot == nullptr) return std::nullopt;
+  char* address = region.page_address(page);
+  // Fails where the page is shared (after fork), partly absent or a huge page that cannot be split.
+  if (uffd_.move(slot, address, region.page_size) != 0) {
+    staging_.give_back(slot);
+    return std::nullopt;
+  }
+  const std::size_t bytes = region.page_bytes(page);
+  ssize_t written = region.store->write(slot, bytes, region.page_offset(page));
+  if (written != static_cast<ssize_t>(bytes)) {
+    int err = written < 0 && errno != 0 ? errno : EIO;
+    note_write_back(err);
+    // Back where it was (nothing can have filled it meanwhile: faults wait while it is in transit).
+    if (uffd_.move(address, slot, region.page_size) != 0) uffd_.copy(address, slot, region.page_size, false);
+    staging_.give_back(slot);
+    return err;
+  }
+  note_write_back(0);
+  staging_.give_back(slot);
+  StatsCounters::add(stats_.write_backs);
+  StatsCounters::add(stats_.bytes_written, bytes);
+  stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
   return 0;
 }
 
@@ -137,40 +247,67 @@ std::size_t Paging::evict(std::size_t most) {
   // First write the victims back while they stay resident, so that a page is in transit (and a
   // fault on it waits) only while the batch's memory is dropped, not while others are written.
   std::vector<PageRef> victims;
+  std::vector<PageRef> poisoned;  // cleared with the batch; they hold no slot
   while (victims.size() < most) {
     std::optional<PageRef> victim = buffer_.policy().next_victim();
     if (!victim) break;
     Region& region = *victim->region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page));
     // Stale: evicted (and maybe being filled again) since, or its region is being unmapped (which
-    // releases its pages itself).
-    if (!region.resident(victim->page) || region.closing.load()) continue;
-    if (region.track_writes && write_back_locked(region, victim->page, true) != 0) {
-      buffer_.policy().on_kept(std::move(*victim));
-      break;
+    // releases its pages itself). A pinned page leaves the policy for good.
+    if (region.closing.load() || region.pinned(victim->page)) continue;
+    if (region.state(victim->page) == PageState::kPoisoned) {
+      region.set_state(victim->page, PageState::kEvicting);
+      poisoned.push_back(std::move(*victim));
+      continue;
+    }
+    if (!region.resident(victim->page)) continue;
+    if (region.track_writes) {
+      if (int err = write_back_locked(region, victim->page, true); err != 0) {
+        report_eviction_failure(err);
+        buffer_.policy().on_kept(std::move(*victim));
+        break;
+      }
     }
     victims.push_back(std::move(*victim));
   }
   std::vector<iovec> ranges;
+  for (const PageRef& p : poisoned) ranges.push_back({p.region->page_address(p.page), p.region->page_size});
   std::size_t evicting = 0;
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
     Region& region = *victim.region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page));
     if (!region.resident(victim.page) || region.closing.load()) continue;
-    // Written since (or never write-protected): write it back now, as it goes.
-    if (write_back_locked(region, victim.page, false) != 0) {
-      buffer_.policy().on_kept(std::move(victim));
-      continue;
+    bool moved_out = false;
+    if (!region.track_writes && region.state(victim.page) == PageState::kDirty) {
+      // Without write tracking a write can land at any time: take the page out before writing it.
+      region.set_state(victim.page, PageState::kEvicting);
+      std::optional<int> err = write_back_moved_out(region, victim.page);
+      if (!err) region.set_state(victim.page, PageState::kDirty);  // written in place below
+      if (err && *err != 0) {
+        report_eviction_failure(*err);
+        region.set_state(victim.page, PageState::kDirty);
+        buffer_.policy().on_kept(std::move(victim));
+        continue;
+      }
+      moved_out = err.has_value();
     }
-    region.set_state(victim.page, PageState::kEvicting);
-    ranges.push_back({region.page_address(victim.page), region.page_size});
+    if (!moved_out) {
+      // Written since (or never write-protected): write it back now, as it goes.
+      if (int err = write_back_locked(region, victim.page, false); err != 0) {
+        report_eviction_failure(err);
+        buffer_.policy().on_kept(std::move(victim));
+        continue;
+      }
+      region.set_state(victim.page, PageState::kEvicting);
+      ranges.push_back({region.page_address(victim.page), region.page_size});
+    }
     if (evicting != i) victims[evicting] = std::move(victim);
     ++evicting;
   }
   victims.resize(evicting);
-  if (victims.empty()) return 0;
-  zapper_.zap(ranges);
+  if (!ranges.empty()) zapper_.zap(ranges);
   for (const PageRef& victim : victims) {
     {
       std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
@@ -179,26 +316,41 @@ std::size_t Paging::evict(std::size_t most) {
     StatsCounters::add(stats_.evictions);
     buffer_.release();
   }
+  for (const PageRef& cleared : poisoned) {
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
+    cleared.region->set_state(cleared.page, PageState::kAbsent);
+  }
   return victims.size();
 }
 
 int Paging::release_region(Region& region) {
   int first_error = 0;
+  std::vector<iovec> released;  // dropped from memory only if the region stays (munmap does it otherwise)
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
     // A read in flight ends soon (its filler sees the region closing and drops the page), and so
     // does an eviction.
     region.wait_while_in_transit(page);
     if (region.state(page) == PageState::kAbsent) continue;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
-    if (region.state(page) == PageState::kAbsent) continue;
-    int err = write_back_locked(region, page, false);
-    if (err != 0 && first_error == 0) first_error = err;
-    if (err != 0) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+    const PageState state = region.state(page);
+    if (state == PageState::kAbsent) continue;
+    if (state != PageState::kPoisoned) {
+      int err = write_back_locked(region, page, false);
+      if (err != 0) {  // it stays, dirty
+        if (first_error == 0) first_error = err;
+        continue;
+      }
+      buffer_.release();
+    }
     region.set_state(page, PageState::kAbsent);
-    buffer_.release();
+    released.push_back({region.page_address(page), region.page_size});
+  }
+  if (first_error != 0) {
+    zapper_.zap(released);
+    return first_error;
   }
   buffer_.policy().forget_region(region);
-  return first_error;
+  return 0;
 }
 
 }  // namespace autopager

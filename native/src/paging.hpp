@@ -1,57 +1,93 @@
 // What happens to one page: filled from its store, made writable on first write, written back,
-// evicted. Each operation holds the page's stripe lock, so two faults on one page cause one read.
+// evicted, or poisoned when it cannot be read. Each operation holds the page's stripe lock, so two
+// faults on one page cause one read. The states and the rules on errors: docs/DESIGN.md, "Pager:
+// errors and page states".
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "autopager/config.hpp"
 #include "buffer.hpp"
 #include "region.hpp"
+#include "staging.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
 #include "zap.hpp"
 
 namespace autopager {
 
+// Who wants a page: a fault (`demand`, by thread `thread`, 0 when the kernel does not say), or
+// read-ahead and prefetch, whose failures only leave the page absent for a later fault to retry.
+struct FillRequest {
+  bool for_write = false;
+  bool demand = true;
+  pid_t thread = 0;
+};
+
 class Paging {
  public:
   Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats)
-      : config_(config), uffd_(uffd), buffer_(buffer), stats_(stats) {}
+      : config_(config), uffd_(uffd), buffer_(buffer), stats_(stats), staging_(uffd, config.page_size) {}
 
   // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
   // fill waits for a buffer slot, a speculative one (read-ahead, prefetch) gives up when none is free.
-  // Returns true when this call read the page.
-  bool fill(const RegionPtr& region, std::uint64_t page, bool for_write, bool speculative, char* io_buffer);
+  // Returns true when this call installed the page.
+  bool fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer);
 
   // A fill in two steps, for reads that complete later. claim() takes a buffer slot (through
-  // `reserve`, or only a free one when speculative) and marks the absent page kFilling; false when the
-  // page is present, being filled or its region closing. finish() installs the `got` bytes read (-1:
-  // the read failed) and returns true when the page is now resident.
+  // `reserve`, or only a free one when speculative) and marks the absent page kFilling. kNoRoom: a
+  // demand fill found no slot because the buffer is full of pages that cannot be written back; the
+  // fault has been failed (fail_fault). finish() installs the `got` bytes read (-1: the read failed,
+  // with errno) and returns true when the page is now resident.
+  enum class Claim { kClaimed, kNotNeeded, kNoRoom };
   bool try_reserve_slot() { return buffer_.try_reserve(); }
-  void reserve_slot() { buffer_.reserve([this] { return evict_one(); }); }
-  bool claim(Region& region, std::uint64_t page, bool speculative, const std::function<void()>& reserve);
-  bool finish(const RegionPtr& region, std::uint64_t page, bool for_write, char* io_buffer, ssize_t got);
+  // Waits for a slot; false after a bounded wait while write-backs fail and nothing can be evicted.
+  bool reserve_slot();
+  Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const std::function<bool()>& reserve);
+  bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);
+  // Reads `n` bytes of the store at `offset`, trying `attempts` times while it fails.
+  static ssize_t read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts);
   // The first write to a clean, write-protected page: mark it dirty and let the writer through.
   void resolve_write(Region& region, std::uint64_t page);
-  // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno.
+  // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
+  // error the page stays dirty.
   int write_back(Region& region, std::uint64_t page);
   // Evicts up to `most` victims of the policy, dropping their memory together; returns how many.
   std::size_t evict(std::size_t most);
   bool evict_one() { return evict(1) == 1; }
-  // Releases every resident page of a closing region, writing dirty ones back. Returns 0 or an errno.
+  // Releases every page of a closing region, writing dirty ones back. Returns 0, or the errno of a
+  // write-back that failed: then the pages that could not be written stay resident and dirty, every
+  // other page is released, and the region may be opened again (closing cleared) and retried.
   int release_region(Region& region);
+  // Whether the latest write-back failed (no write-back succeeded since).
+  bool write_backs_failing() const { return write_backs_failing_.load(std::memory_order_relaxed); }
 
  private:
   int write_back_locked(Region& region, std::uint64_t page, bool keep_resident);
+  // For a region without write tracking: moves the page out of the region, writes it, drops it; a
+  // write racing with it faults and waits. nullopt when the page could not be moved (the caller
+  // writes it in place); else 0, or the errno of a failed write, the page then back in place.
+  std::optional<int> write_back_moved_out(Region& region, std::uint64_t page);
+  // A fault on this page cannot be served (`why`, errno `err`): the faulting thread gets SIGBUS.
+  // Under the page's stripe lock; `holds_slot` when the page holds a buffer slot to give back.
+  void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
+                         bool holds_slot);
+  void note_write_back(int err);
+  void report_eviction_failure(int err);
 
   const Config& config_;
   Userfaultfd& uffd_;
   Buffer& buffer_;
   StatsCounters& stats_;
   Zapper zapper_;
+  StagingArea staging_;
+  std::atomic<bool> write_backs_failing_{false};
+  std::atomic<bool> reported_eviction_failure_{false};
 };
 
 }  // namespace autopager

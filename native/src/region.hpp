@@ -13,9 +13,19 @@ namespace autopager {
 
 // kFilling: claimed by a filler whose read is in flight; the faulting threads wait for its copy.
 // kEvicting: written back and about to be dropped, with others of an evictor's batch.
-enum class PageState : std::uint8_t { kAbsent = 0, kClean = 1, kDirty = 2, kFilling = 3, kEvicting = 4 };
+// kPoisoned: its read failed; any access raises SIGBUS until it is evicted (it holds no buffer slot
+// and no memory, and is evicted in the policy's order like any page) or its region is unmapped, after
+// which the next access reads it again. See docs/DESIGN.md, "Pager: errors and page states".
+enum class PageState : std::uint8_t {
+  kAbsent = 0,
+  kClean = 1,
+  kDirty = 2,
+  kFilling = 3,
+  kEvicting = 4,
+  kPoisoned = 5
+};
 
-struct Region {
+struct Region : std::enable_shared_from_this<Region> {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
          bool writable, bool track_writes, ReadAheadStreams read_ahead)
       : id(id),
@@ -27,7 +37,8 @@ struct Region {
         writable(writable),
         track_writes(track_writes),
         read_ahead(read_ahead),
-        states(new std::atomic<std::uint8_t>[page_count]()) {}
+        states(new std::atomic<std::uint8_t>[page_count]()),
+        pins(new std::atomic<std::uint64_t>[(page_count + 63) / 64]()) {}
 
   const std::uint64_t id;
   char* const base;
@@ -70,8 +81,23 @@ struct Region {
   // A filling or evicting page changes state within microseconds, without anyone's help.
   void wait_while_in_transit(std::uint64_t page) const;
 
+  // A pinned page (umap_fetch_and_pin) is never evicted; it goes when its region is unmapped.
+  bool pinned(std::uint64_t page) const { return (pins[page / 64].load(std::memory_order_acquire) >> (page % 64)) & 1; }
+  std::uint64_t pinned_count() const {
+    std::uint64_t n = 0;
+    for (std::uint64_t word = 0; word < (page_count + 63) / 64; ++word)
+      n += static_cast<std::uint64_t>(__builtin_popcountll(pins[word].load(std::memory_order_acquire)));
+    return n;
+  }
+  // True when the page was not pinned before.
+  bool pin(std::uint64_t page) {
+    const std::uint64_t bit = 1ull << (page % 64);
+    return (pins[page / 64].fetch_or(bit, std::memory_order_acq_rel) & bit) == 0;
+  }
+
  private:
   std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> pins;
 };
 
 using RegionPtr = std::shared_ptr<Region>;

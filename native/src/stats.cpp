@@ -53,6 +53,7 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
   s.write_backs = write_backs.load(std::memory_order_relaxed);
   s.bytes_written = bytes_written.load(std::memory_order_relaxed);
   s.write_errors = write_errors.load(std::memory_order_relaxed);
+  s.read_errors = read_errors.load(std::memory_order_relaxed);
   s.resident_pages = resident_pages;
   std::int64_t dirty = dirty_pages.load(std::memory_order_relaxed);
   s.dirty_pages = dirty > 0 ? static_cast<std::uint64_t>(dirty) : 0;
@@ -65,7 +66,7 @@ std::string Stats::to_json() const {
   std::ostringstream out;
   out << "{\"read_faults\": " << read_faults << ", \"write_faults\": " << write_faults << ", \"fills\": " << fills
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
-      << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors
+      << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
       << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages
       << ", \"fault_service_mean_us\": " << fault_service_mean_us
       << ", \"fault_service_p99_us\": " << fault_service_p99_us << "}";

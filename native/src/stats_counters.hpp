@@ -35,6 +35,7 @@ struct StatsCounters {
   std::atomic<std::uint64_t> write_backs{0};
   std::atomic<std::uint64_t> bytes_written{0};
   std::atomic<std::uint64_t> write_errors{0};
+  std::atomic<std::uint64_t> read_errors{0};
   std::atomic<std::int64_t> dirty_pages{0};
   LatencyHistogram fault_service;
 

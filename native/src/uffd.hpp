@@ -16,18 +16,48 @@ namespace autopager {
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
+#ifndef UFFD_FEATURE_POISON  // Linux 6.6
+#define UFFD_FEATURE_POISON (1 << 14)
+#define UFFDIO_POISON_MODE_DONTWAKE ((__u64)1 << 0)
+struct uffdio_poison {
+  struct uffdio_range range;
+  __u64 mode;
+  __s64 updated;
+};
+#define UFFDIO_POISON _IOWR(UFFDIO, 0x08, struct uffdio_poison)
+#endif
+#ifndef UFFD_FEATURE_MOVE  // Linux 6.8
+#define UFFD_FEATURE_MOVE (1 << 16)
+#define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+struct uffdio_move {
+  __u64 dst;
+  __u64 src;
+  __u64 len;
+  __u64 mode;
+  __s64 move;
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
+#endif
 
 class Userfaultfd {
  public:
-  // Opens a non-blocking userfaultfd and negotiates the API, with write-protect when the kernel has it.
-  // Throws std::system_error whose message says what to change when the system forbids it.
+  // Opens a non-blocking userfaultfd and negotiates the API with the features below that the kernel
+  // has (write-protect, poison, move, the faulting thread's id), less those named in the variable
+  // AUTOPAGER_DISABLE_UFFD_FEATURES (a comma-separated list of write_protect, poison, move,
+  // thread_id: for tests that emulate an older kernel). Throws std::system_error whose message says
+  // what to change when the system forbids userfaultfd.
   Userfaultfd();
   ~Userfaultfd();
   Userfaultfd(const Userfaultfd&) = delete;
   Userfaultfd& operator=(const Userfaultfd&) = delete;
 
   int fd() const { return fd_; }
-  bool has_write_protect() const { return write_protect_; }
+  bool has_write_protect() const { return (features_ & UFFD_FEATURE_PAGEFAULT_FLAG_WP) != 0; }
+  bool has_poison() const { return (features_ & UFFD_FEATURE_POISON) != 0; }
+  bool has_move() const { return (features_ & UFFD_FEATURE_MOVE) != 0; }
+  // Fault events carry the faulting thread's id (uffd_msg.arg.pagefault.feat.ptid).
+  bool has_thread_id() const { return (features_ & UFFD_FEATURE_THREAD_ID) != 0; }
 
   void register_range(void* base, std::size_t length, bool track_writes);
   void unregister_range(void* base, std::size_t length);
@@ -38,10 +68,16 @@ class Userfaultfd {
   // Sets or clears write-protect on a resident range; clearing wakes the threads waiting on it.
   int write_protect(void* base, std::size_t length, bool protect);
   void wake(void* base, std::size_t length);
+  // Marks an absent range so that any access raises SIGBUS at the address accessed, as the kernel's
+  // mmap does for a page it cannot read, and wakes the threads waiting there. Returns 0 or the errno.
+  int poison(void* base, std::size_t length);
+  // Moves the pages of [src, src+length) to `dst` (a range registered with this userfaultfd, with
+  // nothing there), leaving src absent, atomically for a thread touching src. Returns 0 or the errno.
+  int move(void* dst, void* src, std::size_t length);
 
  private:
   int fd_ = -1;
-  bool write_protect_ = false;
+  std::uint64_t features_ = 0;
 };
 
 }  // namespace autopager

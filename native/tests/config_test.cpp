@@ -94,14 +94,52 @@ TEST(Config, RefusesWhatIsNotANumber) {
 }
 
 TEST(Config, RefusesOutOfRangeWithTheAllowedRange) {
-  std::string why = env_refusal("UMAP_PAGE_FILLERS", "0");
-  EXPECT_NE(why.find("fillers (UMAP_PAGE_FILLERS) = 0"), std::string::npos) << why;
+  std::string why = env_refusal("UMAP_PAGE_FILLERS", "5000");
+  EXPECT_NE(why.find("fillers (UMAP_PAGE_FILLERS) = 5000"), std::string::npos) << why;
   EXPECT_NE(why.find("from 1 to 1024"), std::string::npos) << why;
-  EXPECT_NE(env_refusal("UMAP_PAGE_EVICTORS", "0"), "");
-  EXPECT_NE(env_refusal("UMAP_PAGE_FILLERS", "5000"), "");
+  EXPECT_NE(env_refusal("UMAP_PAGE_EVICTORS", "2000"), "");
   EXPECT_NE(env_refusal("UMAP_EVICT_HIGH_WATER_THRESHOLD", "101"), "");
-  EXPECT_NE(env_refusal("UMAP_MAX_FAULT_EVENTS", "0"), "");
+  EXPECT_NE(env_refusal("UMAP_MAX_FAULT_EVENTS", "100000"), "");
   EXPECT_NE(env_refusal("UMAP_READ_AHEAD", "99999999"), "");
+  EXPECT_NE(env_refusal("UMAP_MONITOR_FREQ", "999999999"), "");
+}
+
+// UMap reads a variable set to 0 as not set: its default.
+TEST(Config, ZeroMeansTheDefaultAsInUMap) {
+  EnvGuard env;
+  for (const char* name : {"UMAP_PAGESIZE", "UMAP_PAGE_FILLERS", "UMAP_PAGE_EVICTORS", "UMAP_BUFSIZE",
+                           "UMAP_EVICT_HIGH_WATER_THRESHOLD", "UMAP_EVICT_LOW_WATER_THRESHOLD", "UMAP_READ_AHEAD",
+                           "UMAP_MAX_FAULT_EVENTS", "UMAP_MONITOR_FREQ"})
+    env.set(name, "0");
+  Config base = Config::defaults();
+  base.buffer_pages = 1234;
+  Config c = Config::from_environment(base);
+  EXPECT_EQ(c.page_size, base.page_size);
+  EXPECT_EQ(c.fillers, base.fillers);
+  EXPECT_EQ(c.evictors, base.evictors);
+  EXPECT_EQ(c.buffer_pages, 1234u);
+  EXPECT_EQ(c.evict_high_water, 90u);
+  EXPECT_EQ(c.evict_low_water, 70u);
+  EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_EQ(c.max_fault_events, base.max_fault_events);
+  EXPECT_EQ(c.monitor_interval, 0u);
+}
+
+TEST(Config, MonitorIntervalAndLogLevelFromTheEnvironment) {
+  EnvGuard env;
+  env.set("UMAP_MONITOR_FREQ", "3");
+  env.set("UMAP_LOG_LEVEL", "debug");  // UMap's names, in any case
+  Config c = Config::from_environment();
+  EXPECT_EQ(c.monitor_interval, 3u);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_EQ(Config::defaults().log_level, LogLevel::kWarning);
+  for (const char* name : {"ERROR", "Warning", "info"}) {
+    env.set("UMAP_LOG_LEVEL", name);
+    EXPECT_NO_THROW(Config::from_environment()) << name;
+  }
+  std::string why = env_refusal("UMAP_LOG_LEVEL", "loud");
+  EXPECT_NE(why.find("UMAP_LOG_LEVEL"), std::string::npos) << why;
+  EXPECT_NE(why.find("ERROR, WARNING, INFO, DEBUG"), std::string::npos) << why;
 }
 
 TEST(Config, RefusesLowWaterAtOrAboveHighWater) {

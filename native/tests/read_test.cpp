@@ -37,19 +37,6 @@ INSTANTIATE_TEST_SUITE_P(PageSizes, ReadFaults,
                          ::testing::Values(system_page_size(), 4 * system_page_size(), 16 * system_page_size(),
                                            256 * system_page_size()));
 
-TEST(ReadFaults, ZeroFillPastTheEndOfTheStore) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::size_t page = system_page_size();
-  ScratchFile file(page + 100);
-  Pager pager(small_config(page, 8));
-  const std::size_t length = 3 * page;
-  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), length, PROT_READ));
-  for (std::size_t i = 0; i < page + 100; ++i) ASSERT_EQ(bytes[i], testing::pattern_byte(i, 1)) << i;
-  for (std::size_t i = page + 100; i < length; ++i) ASSERT_EQ(bytes[i], 0) << i;
-  pager.unmap(const_cast<std::uint8_t*>(bytes));
-  EXPECT_EQ(file.contents().size(), page + 100) << "reading must not change the file";
-}
-
 // A file of `pages` system pages, mapped read-only through a pager with a buffer as large and `read_ahead`.
 struct ReadAheadMapping {
   ReadAheadMapping(std::size_t pages, unsigned read_ahead)

@@ -2,13 +2,17 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,6 +70,80 @@ inline Config small_config(std::size_t page_size, std::uint64_t buffer_pages, un
   c.evictors = threads;
   c.max_fault_events = threads;
   return c;
+}
+
+// A child cgroup of this process's own, in a cgroup v1 controller's hierarchy ("memory", "pids"), removed
+// when destroyed (after the processes put in it have ended). ok() is false, with why(), when the
+// controller is absent or the system refuses to create one.
+class TestCgroup {
+ public:
+  explicit TestCgroup(const std::string& controller) {
+    std::ifstream groups("/proc/self/cgroup");
+    std::string line, own;
+    while (std::getline(groups, line)) {
+      std::size_t first = line.find(':'), second = line.find(':', first + 1);
+      if (first == std::string::npos || second == std::string::npos) continue;
+      std::istringstream controllers(line.substr(first + 1, second - first - 1));
+      std::string name;
+      while (std::getline(controllers, name, ','))
+        if (name == controller) own = line.substr(second + 1);
+    }
+    const std::string top = "/sys/fs/cgroup/" + controller;
+    if (own.empty() || access(top.c_str(), W_OK) != 0) {
+      why_ = "no writable cgroup v1 " + controller + " hierarchy at " + top;
+      return;
+    }
+    path_ = top + (own == "/" ? "" : own) + "/autopager-test-" + std::to_string(getpid());
+    if (mkdir(path_.c_str(), 0755) != 0) {
+      why_ = "cannot create the cgroup " + path_ + ": " + std::strerror(errno);
+      path_.clear();
+    }
+  }
+  ~TestCgroup() {
+    if (!path_.empty()) rmdir(path_.c_str());
+  }
+  TestCgroup(const TestCgroup&) = delete;
+  TestCgroup& operator=(const TestCgroup&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::string& why() const { return why_; }
+  bool set(const std::string& file, const std::string& value) const {
+    std::ofstream out(path_ + "/" + file);
+    out << value;
+    out.flush();
+    return static_cast<bool>(out);
+  }
+  // Moves the calling process into the cgroup.
+  bool enter() const { return set("cgroup.procs", std::to_string(getpid())); }
+
+ private:
+  std::string path_;
+  std::string why_;
+};
+
+inline bool thread_sanitizer() {
+#if defined(__SANITIZE_THREAD__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return true;
+#endif
+#endif
+  return false;
+}
+
+// Runs `body` in a forked child killed by SIGALRM after `seconds`; returns its exit status, or 128 + the
+// signal that ended it.
+template <typename Body>
+int in_forked_child(unsigned seconds, Body body) {
+  pid_t child = fork();
+  if (child == 0) {
+    alarm(seconds);
+    std::exit(body());
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // Skips (with the reason printed) only where userfaultfd truly cannot be used.

@@ -14,6 +14,14 @@ class ConfigError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Which messages the pager prints on stderr (UMAP_LOG_LEVEL, UMap's names): each level adds to the ones before.
+enum class LogLevel : unsigned {
+  kError = 0,    // what failed (a read, a write-back)
+  kWarning = 1,  // the default: also what the pager changed or refused on its own
+  kInfo = 2,     // also each pager started and stopped, each region mapped and unmapped
+  kDebug = 3,    // also flushes, prefetches and pinning
+};
+
 struct Config {
   std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page
   unsigned fillers = 0;             // threads reading pages from stores
@@ -23,10 +31,14 @@ struct Config {
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned read_ahead = 0;          // pages fetched after a faulting one
   unsigned max_fault_events = 0;    // fault events read from the kernel per call
+  unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
+  LogLevel log_level = LogLevel::kWarning;
 
-  // System page, hardware threads, 80% of available memory.
+  // System page, hardware threads, 80% of the memory this process can still use: available memory,
+  // bounded by its memory cgroup's limit less the cgroup's usage.
   static Config defaults();
-  // `base` overridden by every UMAP_* variable that is set. Throws ConfigError on a bad value.
+  // `base` overridden by every UMAP_* variable that is set. As in UMap, a variable set to 0 keeps
+  // `base`'s value. Throws ConfigError on a bad value.
   static Config from_environment(const Config& base = defaults());
   // Throws ConfigError when a value is out of range or inconsistent.
   void validate() const;
@@ -36,6 +48,7 @@ struct Config {
 };
 
 std::size_t system_page_size();
+const char* log_level_name(LogLevel level);
 unsigned hardware_threads();
 
 }  // namespace autopager

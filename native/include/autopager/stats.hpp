@@ -15,6 +15,7 @@ struct Stats {
   std::uint64_t write_backs = 0;       // dirty pages written to a store
   std::uint64_t bytes_written = 0;
   std::uint64_t write_errors = 0;      // write-backs that failed (the page stays resident and dirty)
+  std::uint64_t read_errors = 0;       // faults failed with SIGBUS (a read error, a page past the store's end)
   std::uint64_t resident_pages = 0;    // now
   std::uint64_t dirty_pages = 0;       // now
   double fault_service_mean_us = 0;    // from reading the fault to waking the faulting thread

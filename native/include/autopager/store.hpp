@@ -27,6 +27,9 @@ class Store {
   virtual bool can_grow() const { return false; }
   // Make written bytes durable; returns 0 or -1 with errno set.
   virtual int sync() { return 0; }
+  // Whether the bytes written outlive this process (a file's do; a scratch or memory store's do not,
+  // so the exit neither writes nor reports their pages).
+  virtual bool outlives_process() const { return true; }
 
   // Where the bytes a read() of `n` at `offset` into `dst` would fetch lie in one file, so that the
   // pager can read them asynchronously (io_uring) instead of calling read(). Return false (the

@@ -29,15 +29,24 @@ struct umap_prefetch_item {
 typedef struct umap_prefetch_item umap_prefetch_item;
 #endif
 
-/* Maps `length` bytes of the file `fd` from `offset`. Returns UMAP_FAILED with errno set (EINVAL for a
- * refused configuration, whose reason is printed on stderr). */
+/* Maps `length` bytes of the file `fd` from `offset`, at an address aligned to the UMap page size.
+ * `flags`: UMAP_PRIVATE, optionally with UMAP_FIXED (the region goes exactly at `addr`, which must be
+ * aligned to the page size). Returns UMAP_FAILED with errno set (EINVAL for a refused configuration,
+ * whose reason is printed on stderr, or an offset + length past the largest file offset; EACCES for a
+ * descriptor not open for reading, or not for writing with PROT_WRITE). The region is not inherited by
+ * fork(): in a child, touching it is SIGSEGV, and the child's umap() calls get a pager of its own. */
 void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset);
-/* Writes back the region's dirty pages and releases it. */
+/* Writes back the region's dirty pages and releases it. Returns -1 with errno when a write-back failed
+ * (ENOSPC, EIO...): the region then stays mapped with the pages not written, and may be unmapped again. */
 int uunmap(void* addr, size_t length);
-/* Writes back every dirty page of every region. */
+/* Writes back every dirty page of every region. Returns -1 with errno when a write-back failed. */
 int umap_flush(void);
 /* Brings in the pages holding the given addresses, asynchronously. */
 void umap_prefetch(int npages, struct umap_prefetch_item* page_array);
+/* Brings in the pages of [paddr, paddr + size) (cut at the region's end) and pins them: never evicted
+ * until the region is unmapped. On failure (an address in no region; more pinned pages than the
+ * buffer's low water mark) prints why and sets errno (EINVAL, ENOMEM). */
+void umap_fetch_and_pin(char* paddr, uint64_t size);
 /* 1 when writes are tracked with userfaultfd write-protect. */
 int umap_has_write_support(void);
 

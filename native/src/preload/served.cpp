@@ -170,7 +170,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
     close(own);
     return kernel_mmap();
   }
-  Served served{static_cast<char*>(base), length, round_up(length, page), round_up(length, pager->config().page_size),
+  Served served{static_cast<char*>(base), length, round_up(length, page), pager->mapped_length(base),
                 own, id.first, id.second, offset, prot, shared, std::move(path), std::move(private_writes)};
   served_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(served));
   count_.fetch_add(1);

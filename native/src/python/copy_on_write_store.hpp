@@ -26,6 +26,7 @@ class CopyOnWriteStore : public Store {
   std::uint64_t size() const override { return base_->size(); }
   // The byte ranges [begin, end) written so far, in order.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> written_ranges() const;
+  bool outlives_process() const override { return false; }  // its writes live in the scratch overlay
 
  private:
   void remember_written(std::uint64_t begin, std::uint64_t end);

@@ -32,6 +32,7 @@ py::dict stats_to_dict(const Stats& stats) {
   out["write_backs"] = stats.write_backs;
   out["bytes_written"] = stats.bytes_written;
   out["write_errors"] = stats.write_errors;
+  out["read_errors"] = stats.read_errors;
   out["resident_pages"] = stats.resident_pages;
   out["dirty_pages"] = stats.dirty_pages;
   out["fault_service_mean_us"] = stats.fault_service_mean_us;
@@ -69,7 +70,7 @@ std::shared_ptr<Store> multi_file_store(const std::vector<std::tuple<std::string
 void bind_config(py::module_& m) {
   py::class_<Config>(m, "Config", "Paging parameters of one pager (see DESIGN.md); buffer in pages.")
       .def(py::init<>())
-      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of available memory.")
+      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of the memory this process can use (within its memory cgroup).")
       .def_static("from_environment", [] { return Config::from_environment(); },
                   "The defaults overridden by every UMAP_* variable that is set (ValueError on a bad one).")
       .def_readwrite("page_size", &Config::page_size)

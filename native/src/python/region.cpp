@@ -1,6 +1,8 @@
 #include "region.hpp"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <system_error>
 #include <utility>
 
@@ -8,14 +10,16 @@ namespace autopager::python {
 
 namespace {
 
-// Releasing the GIL is only safe while the interpreter is not shutting down.
-bool can_release_gil() {
+bool interpreter_finalizing() {
 #if PY_VERSION_HEX >= 0x030D0000
-  return PyGILState_Check() && !Py_IsFinalizing();
+  return Py_IsFinalizing();
 #else
-  return PyGILState_Check() && !_Py_IsFinalizing();
+  return _Py_IsFinalizing();
 #endif
 }
+
+// Releasing the GIL is only safe while the interpreter is not shutting down.
+bool can_release_gil() { return PyGILState_Check() && !interpreter_finalizing(); }
 
 }  // namespace
 
@@ -26,12 +30,19 @@ Region::Region(std::shared_ptr<Pager> pager, std::shared_ptr<Store> store, std::
 }
 
 Region::~Region() {
+  bool unmapped;
   if (can_release_gil()) {
     pybind11::gil_scoped_release unlocked;
-    pager_->unmap(data_);
+    unmapped = pager_->unmap(data_);
   } else {
-    pager_->unmap(data_);
+    unmapped = pager_->unmap(data_);
   }
+  // A destructor cannot raise: the pages stay with the pager, which writes them (or reports them in
+  // one message, with a failing exit status) at exit; at exit itself, that message is the report.
+  if (!unmapped && !interpreter_finalizing())
+    std::fprintf(stderr, "autopager: an array was deleted with dirty pages that could not be written back (%s); "
+                         "they are kept, and written (or reported) at exit\n",
+                 std::strerror(errno));
 }
 
 void Region::flush() {

@@ -22,6 +22,7 @@ class ScratchStore : public Store {
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override;
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override;
   std::uint64_t size() const override { return size_; }
+  bool outlives_process() const override { return false; }
 
  private:
   int fd_ = -1;

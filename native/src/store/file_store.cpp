@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -100,9 +102,18 @@ std::uint64_t window_length(int fd, std::uint64_t offset, std::uint64_t length) 
   return size > offset ? size - offset : 0;
 }
 
+// A window that ends past the largest file offset would wrap around in pread and pwrite.
+void check_window(const FileStoreOptions& options) {
+  constexpr std::uint64_t kMostOffset = static_cast<std::uint64_t>(std::numeric_limits<off_t>::max());
+  if (options.offset > kMostOffset || options.length > kMostOffset - options.offset)
+    throw std::invalid_argument("a file window of " + std::to_string(options.length) + " bytes at offset " +
+                                std::to_string(options.offset) + " ends past the largest file offset");
+}
+
 }  // namespace
 
 std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options) {
+  check_window(options);
   int flags = (options.writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
   int buffered = open(path.c_str(), flags);
   if (buffered < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path);
@@ -122,6 +133,14 @@ std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreO
 std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options, bool take_ownership) {
   int buffered = fd;
   int flags = fcntl(fd, F_GETFL);
+  if (flags < 0) throw std::system_error(errno, std::generic_category(), "the file descriptor of a file store");
+  // As mmap: reading needs a descriptor open for reading, writing one open for writing too.
+  const int access = flags & O_ACCMODE;
+  if (access == O_WRONLY || (options.writable && access != O_RDWR))
+    throw std::system_error(EACCES, std::generic_category(),
+                            options.writable ? "a writable mapping needs a descriptor opened O_RDWR"
+                                             : "a mapping needs a descriptor opened for reading");
+  check_window(options);
   if (flags >= 0 && (flags & O_DIRECT) != 0) {
     // Opened with O_DIRECT: what is not block-aligned (a partial last page) goes through a buffered twin.
     std::string path = "/proc/self/fd/" + std::to_string(fd);

@@ -36,6 +36,7 @@ class MemoryStore final : public Store {
     return static_cast<ssize_t>(n);
   }
   std::uint64_t size() const override { return size_; }
+  bool outlives_process() const override { return false; }
 
  private:
   std::size_t clamp(std::size_t n, std::uint64_t offset) const {

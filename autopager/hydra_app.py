@@ -1,0 +1,303 @@
+"""The subcommands that take a configuration (``tune``, ``run``) as Hydra applications.
+
+Everything after the subcommand is Hydra's command line: overrides and Hydra's own flags (``--cfg``, ``--info``,
+``--help``, ``-m``/``--multirun``, ``--config-dir``, ...). Hydra itself carries them out (``hydra.main``), with
+every ``hydra.*`` setting and ``hydra/...`` group it knows (launchers, sweepers, logging, output directories).
+
+Before Hydra runs anything, the command line is read here:
+
+- an override Hydra cannot parse is refused, quoted, with the parser's reason;
+- Hydra's sweep syntax on a parameter of the space (``space.read_ahead=choice(0,4)``, ``=0,4``, ``=range(0,8,2)``)
+  gives the values it is searched over in one study; with ``-m`` it keeps Hydra's meaning (one study a value). A
+  list, ``space.read_ahead=[0,4]``, always gives the searched values. ``interval()`` is refused: the space is
+  sampled. ``space.P={min:..,max:..}`` replaces P's range instead of merging into it;
+- a sweep of any other setting without ``-m`` is refused with the fix;
+- every job's configuration is composed and checked (with ``-m`` and Hydra's basic sweeper, every combination),
+  so a bad setting ends the command with status 2 and one line before the first run.
+
+A job's outcome is its exit status (0, 1 a failed study or run, 2 bad input); the command's status is the worst
+of its jobs run in this process (a launcher that runs jobs elsewhere, such as submitit, reports them in the jobs'
+logs).
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
+
+from autopager.errors import ConfigError, StudyError
+from autopager.params import PARAMETERS, system_page_size
+from autopager.workloads import available, config_dir
+
+CONFIG_NAME = "config"
+Job = Callable[[DictConfig, Mapping[str, str]], int]
+Check = Callable[[DictConfig, Mapping[str, str]], None]
+
+_help: dict[str, str] = {}        # command -> its help template (the ``hydra.help.template`` resolver's answer)
+_statuses: list[int] = []         # the exit status of each job this process ran
+
+
+def register_resolvers() -> None:
+    OmegaConf.register_new_resolver("cores", lambda: os.cpu_count() or 1, replace=True)
+    OmegaConf.register_new_resolver("system_page", system_page_size, replace=True)
+    OmegaConf.register_new_resolver("shift", lambda value, bits: int(value) << int(bits), replace=True)
+    OmegaConf.register_new_resolver("autopager_help", lambda command: _help.get(command, ""), replace=True)
+
+
+def exit_status(action: Callable[[], int]) -> int:
+    """Run a command's action: bad input is status 2, a failed study or run 1, each with one message."""
+    try:
+        return action()
+    except ConfigError as error:
+        print(f"autopager: error: {error}", file=sys.stderr)
+        return 2
+    except StudyError as error:
+        print(f"autopager: {error}", file=sys.stderr)
+        return 1
+
+
+# --- messages -----------------------------------------------------------------------------------------------
+
+def plural(group: str) -> str:
+    return {"strategy": "strategies", "space": "spaces"}.get(group, group + "s")
+
+
+def hydra_message(error: Exception, group_options: Callable[[str], list[str]] = available) -> str:
+    """A short, actionable message for a Hydra composition error."""
+    text = str(error)
+    missing = re.search(r"Could not find '([^']+)/([^'/]+)'", text)
+    if missing:
+        group, option = missing.groups()
+        if group.startswith("hydra/"):
+            hint = (" (a launcher or sweeper plugin must be installed first, e.g. "
+                    "`pip install hydra-submitit-launcher`)" if group in ("hydra/launcher", "hydra/sweeper") else "")
+            return f"unknown {group} {option!r}; the options are: {', '.join(group_options(group))}{hint}"
+        return f"unknown {group} {option!r}; the {plural(group)} are: {', '.join(group_options(group))}"
+    override = re.search(r"Could not override '([^']+)'", text)
+    if override:
+        path = override.group(1)
+        parts = path.split(".")
+        if parts[0] == "space" and len(parts) > 1 and parts[1] not in PARAMETERS:
+            return f"unknown parameter {parts[1]!r} in {path}; the parameters are: {', '.join(PARAMETERS)}"
+        if parts[0] == "space" and len(parts) > 2:
+            return (f"cannot set {path}: a searched parameter has min, max and step or factor, or values; "
+                    f"to replace it give the whole range, e.g. space.{parts[1]}={{min:1,max:8,factor:2}}")
+        if parts[0] == "hydra":
+            return f"unknown Hydra setting {path!r} (see `autopager tune --cfg hydra`)"
+        return f"unknown setting {path!r} (see `autopager tune --help` and configs/config.yaml)"
+    cause = f": {error.__cause__}" if error.__cause__ else ""
+    return text.splitlines()[0] + cause if text else f"bad configuration{cause}"
+
+
+# --- the command line ---------------------------------------------------------------------------------------
+
+def parse_override(text: str) -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    try:
+        (override,) = OverridesParser.create().parse_overrides([text])
+    except OverrideParseException as error:
+        reason = str(error).splitlines()[0]
+        raise ConfigError(f"cannot read the override {text!r}: {reason} "
+                          f"(Hydra's syntax: key=value; quote a value with spaces: key='a b')") from None
+    return override
+
+
+def searched_values(override: Any, multirun: bool) -> list[str] | None:
+    """The values a space override gives its parameter in Hydra's list or sweep syntax, else None."""
+    from hydra.core.override_parser.types import Transformer
+
+    key = override.key_or_group
+    if override.is_interval_sweep():
+        raise ConfigError(f"{override.input_line}: the space is sampled, not continuous: give "
+                          f"{key}={{min:A,max:B,step:S}} (or factor:F instead of step), or {key}=[A,B,...]")
+    if override.is_sweep_override():
+        if multirun:
+            return None  # Hydra's meaning: one study a value
+        if not override.is_discrete_sweep() or override.value_type.name == "GLOB_CHOICE_SWEEP":
+            raise ConfigError(f"{override.input_line}: give the values as a list, {key}=[A,B,...]")
+        return [Transformer.str(value) for value in override.sweep_iterator()]
+    if isinstance(override.value(), list):
+        return [Transformer.str(value) for value in override.value()]
+    return None
+
+
+def rewrite(overrides: Sequence[str], multirun: bool) -> list[str]:
+    """The overrides as Hydra is to see them (see the module's description)."""
+    result = []
+    for text in overrides:
+        override = parse_override(text)
+        key = override.key_or_group
+        if key.startswith("space.") and not override.is_delete():
+            values = searched_values(override, multirun)
+            whole = values is not None or isinstance(override.value(), dict)
+            if whole and key.count(".") == 1:
+                result.append(f"{override.get_key_element()}=null")  # replace the range, do not merge into it
+            if values is not None:
+                result.append(f"{override.get_key_element()}={{values:[{','.join(values)}]}}")
+                continue
+        elif override.is_sweep_override() and not multirun:
+            raise ConfigError(f"{text} sweeps over several values, one study (or run) each: add -m (--multirun) "
+                              f"to run them all, or quote a value that is one string: {key}='A,B'")
+        result.append(text)
+    return result
+
+
+def args_parser(command: str):
+    """Hydra's own argument parser, whose errors are ConfigErrors."""
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+    parser.prog = f"autopager {command}"
+
+    def error(message: str):
+        raise ConfigError(f"{message} (see `autopager {command} --help`)")
+
+    parser.error = error  # type: ignore[method-assign]
+    return parser
+
+
+def flags(args: Any) -> list[str]:
+    """Hydra's flags of a parsed command line, as command-line words again."""
+    words = []
+    for name, option in (("help", "--help"), ("hydra_help", "--hydra-help"), ("multirun", "-m"), ("run", "-r"),
+                         ("resolve", "--resolve"), ("shell_completion", "--shell-completion")):
+        if getattr(args, name):
+            words.append(option)
+    for name, option in (("cfg", "--cfg"), ("package", "--package"), ("info", "--info"),
+                         ("config_path", "--config-path"), ("config_name", "--config-name"),
+                         ("config_dir", "--config-dir"), ("experimental_rerun", "--experimental-rerun")):
+        if getattr(args, name) is not None:
+            words += [option, getattr(args, name)]
+    return words
+
+
+# --- composing ----------------------------------------------------------------------------------------------
+
+class Source:
+    """Where the configuration comes from: a directory, a primary config, perhaps another directory searched."""
+
+    def __init__(self, args: Any = None):
+        path = getattr(args, "config_path", None)
+        self.directory = Path(path).resolve() if path else config_dir()
+        self.name = getattr(args, "config_name", None) or CONFIG_NAME
+        extra = getattr(args, "config_dir", None)
+        self.search = [f"hydra.searchpath=[file://{Path(extra).resolve()}]"] if extra else []
+
+    def compose(self, overrides: Sequence[str]) -> DictConfig:
+        """The configuration with Hydra's node, unresolved."""
+        from hydra import compose as hydra_compose, initialize_config_dir
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.errors import HydraException
+
+        register_resolvers()
+        with initialize_config_dir(str(self.directory), version_base=None, job_name="autopager"):
+            loader = GlobalHydra.instance().config_loader()
+
+            def options(group: str) -> list[str]:
+                return sorted(loader.get_group_options(group))
+
+            try:
+                return hydra_compose(self.name, overrides=[*self.search, *overrides], return_hydra_config=True)
+            except (HydraException, OmegaConfBaseException, ValueError) as error:
+                raise ConfigError(hydra_message(error, options)) from None
+
+
+def app_choices(choices: Mapping[str, Any]) -> dict[str, str]:
+    return {group: option for group, option in choices.items() if not group.startswith("hydra")}
+
+
+def resolved(config: DictConfig, choices: Mapping[str, Any]) -> DictConfig:
+    """The configuration of a job, every value resolved and present, Hydra's node left out."""
+    if not choices.get("workload"):
+        raise ConfigError(f"choose a workload: workload=NAME, one of: {', '.join(available('workload'))}")
+    config = config.copy()
+    with open_dict(config):
+        config.pop("hydra", None)
+    try:
+        OmegaConf.resolve(config)
+        OmegaConf.to_container(config, throw_on_missing=True)
+    except OmegaConfBaseException as error:
+        key = getattr(error, "full_key", None) or "a setting"
+        raise ConfigError(f"{key} is required: give it on the command line ({key}=...)" if "Missing" in
+                          type(error).__name__ else f"{key}: {str(error).splitlines()[0]}") from None
+    return config
+
+
+def compose(overrides: Sequence[str]) -> tuple[DictConfig, dict[str, str]]:
+    """The resolved configuration for one job's overrides (no Hydra flags), and the chosen option of each group."""
+    config = Source().compose(rewrite(overrides, multirun=False))
+    choices = app_choices(config.hydra.runtime.choices)
+    return resolved(config, choices), choices
+
+
+def jobs(source: Source, overrides: list[str]) -> Iterator[list[str]]:
+    """Each job's overrides in a multirun, as Hydra's basic sweeper makes them (another sweeper: the fixed ones)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = [parse_override(text) for text in overrides]
+    hydra_overrides = [o.input_line for o in parsed if o.is_hydra_override()]
+    hydra_config = source.compose(hydra_overrides).hydra
+    if hydra_config.runtime.choices.get("hydra/sweeper") != "basic":
+        yield [o.input_line for o in parsed if not o.is_sweep_override()]
+        return
+    params = [f"{key}={value}" for key, value in (hydra_config.sweeper.params or {}).items()]
+    task = OverridesParser.create().parse_overrides(params + [o.input_line for o in parsed if not o.is_hydra_override()])
+    for batch in BasicSweeper.split_arguments(task, None):
+        for job_overrides in batch:
+            yield hydra_overrides + rewrite(job_overrides, multirun=False)
+
+
+def run_application(command: str, argv: Sequence[str], job: Job, check: Check, help_template: str) -> int:
+    """``autopager COMMAND ARGV...`` as a Hydra application; ``check`` refuses a job's bad settings before any runs."""
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+
+    register_resolvers()
+    _help[command] = help_template
+    parser = args_parser(command)
+    args = parser.parse_intermixed_args(list(argv))  # flags may come after overrides
+    if args.run + (args.cfg is not None) + args.multirun + args.shell_completion + (args.info is not None) > 1:
+        raise ConfigError("give only one of --run, --multirun, --cfg, --info and --shell-completion")
+    if args.resolve and args.cfg is None and not args.help:
+        raise ConfigError("--resolve goes with --cfg or --help")
+    source = Source(args)
+    if args.config_path:
+        args.config_path = str(source.directory)  # relative to the working directory, not to this file
+    passthrough = args.shell_completion or args.experimental_rerun
+    overrides = [f"hydra.job.name={command}"] + list(args.overrides)
+    multirun = args.multirun or any(re.fullmatch(r"hydra\.mode=MULTIRUN", text) for text in overrides)
+    if not passthrough:
+        overrides = rewrite(overrides, multirun)
+        showing = args.cfg is not None or args.info is not None or args.help or args.hydra_help
+        for job_overrides in (jobs(source, overrides) if multirun and not showing else [overrides]):
+            config = source.compose(job_overrides)
+            if not showing:
+                choices = app_choices(config.hydra.runtime.choices)
+                check(resolved(config, choices), choices)
+
+    def task(config: DictConfig) -> int:
+        register_resolvers()  # a launcher may run the job in another process
+        choices = app_choices(HydraConfig.get().runtime.choices)
+        status = exit_status(lambda: job(resolved(config, choices), choices))
+        _statuses.append(status)
+        return status
+
+    _statuses.clear()
+    saved = sys.argv
+    sys.argv = [f"autopager {command}", *flags(args), *overrides]
+    try:
+        hydra.main(config_path=str(source.directory), config_name=source.name, version_base=None)(task)()
+    except SystemExit as end:  # Hydra's own errors and --help end this way
+        if end.code not in (None, 0):
+            return end.code if isinstance(end.code, int) else 1
+    finally:
+        sys.argv = saved
+    return max(_statuses, default=0)

@@ -1,0 +1,17 @@
+// Starting the pager's own threads (fillers, evictors, the monitor). They run with every
+// asynchronous signal blocked, so that a signal is delivered to one of the program's threads: a
+// handler run on a pager thread that touched a region would wait for a fault only that thread could
+// serve. Synchronous signals (SIGSEGV, SIGBUS, ...) stay deliverable: blocking them would not stop
+// them, only make the kernel kill the process.
+#pragma once
+
+#include <functional>
+#include <thread>
+
+namespace autopager {
+
+// Starts `body` on a new thread with asynchronous signals blocked; the caller's mask is unchanged.
+// Throws std::system_error when the thread cannot be created.
+std::thread start_pager_thread(std::function<void()> body);
+
+}  // namespace autopager

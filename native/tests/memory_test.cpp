@@ -1,0 +1,119 @@
+// What the pager costs in memory: its default buffer within the memory cgroup, and at most buffer_size
+// plus the fillers' staging (README.md) at every page size.
+#include <fstream>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace autopager {
+namespace {
+
+using testing::in_forked_child;
+using testing::pattern_byte;
+using testing::ScratchFile;
+using testing::small_config;
+using testing::TestCgroup;
+using testing::thread_sanitizer;
+
+constexpr unsigned kChildSeconds = 240;
+
+// ThreadSanitizer's shadow memory (several bytes for each byte the program touches) is resident memory
+// too: what these tests measure is the pager's alone.
+#define SKIP_UNDER_THREAD_SANITIZER()                                                                \
+  do {                                                                                               \
+    if (thread_sanitizer()) GTEST_SKIP() << "ThreadSanitizer's shadow memory counts as the process's"; \
+  } while (0)
+
+std::uint64_t status_bytes(const char* key) {
+  std::ifstream status("/proc/self/status");
+  std::string name;
+  std::uint64_t kib = 0;
+  while (status >> name) {
+    if (name == key && status >> kib) return kib * 1024;
+    status.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+// Starts counting the peak resident memory from now.
+void reset_peak() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+}
+
+// Reads a `file_size` file through a pager of `config`; returns the peak memory it added, or 0
+// when a byte was wrong.
+std::uint64_t peak_of_reading(const ScratchFile& file, std::uint64_t file_size, const Config& config) {
+  Pager pager(config);
+  reset_peak();
+  const std::uint64_t before = status_bytes("VmRSS:");
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path(), {false}), file_size, PROT_READ));
+  for (std::uint64_t i = 0; i < file_size; i += 4093)
+    if (bytes[i] != pattern_byte(i, 21)) return 0;
+  const std::uint64_t peak = status_bytes("VmHWM:") - before;
+  pager.unmap(const_cast<std::uint8_t*>(bytes));
+  return peak;
+}
+
+// A page far larger than its region (1 GiB over 1 MiB) costs the region's length, not the page.
+TEST(MemoryBound, ARegionSmallerThanAPageCostsItsOwnLength) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  const std::uint64_t file_size = 1u << 20;
+  ScratchFile file(file_size, 21);
+  int code = in_forked_child(kChildSeconds, [&] {
+    std::uint64_t peak = peak_of_reading(file, file_size, small_config(1u << 30, 2, 2));
+    std::printf("peak added: %llu bytes\n", static_cast<unsigned long long>(peak));
+    if (peak == 0) return 2;
+    return peak < (32u << 20) ? 0 : 3;
+  });
+  EXPECT_EQ(code, 0);
+}
+
+// Large pages over a larger file: buffer_size + fillers x (staging + one page), staging being one page here.
+TEST(MemoryBound, LargePagesStayWithinTheBufferAndTheFillersStaging) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  const std::size_t page = 16u << 20;
+  const std::uint64_t file_size = 6 * page;
+  ScratchFile file(file_size, 21);
+  int code = in_forked_child(kChildSeconds, [&] {
+    Config config = small_config(page, 2, 2);
+    std::uint64_t bound = config.buffer_bytes() + config.fillers * 2 * page;
+    std::uint64_t peak = peak_of_reading(file, file_size, config);
+    std::printf("peak added: %llu bytes, bound %llu + 16 MiB\n", static_cast<unsigned long long>(peak),
+                static_cast<unsigned long long>(bound));
+    if (peak == 0) return 2;
+    return peak <= bound + (16u << 20) ? 0 : 3;
+  });
+  EXPECT_EQ(code, 0);
+}
+
+// numpy.memmap reads a file larger than its container's memory limit; so does the default pager, whose
+// buffer fits in the limit less what the process already uses.
+TEST(MemoryCgroup, TheDefaultBufferFitsTheLimitAndAReadLargerThanItFinishes) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  TestCgroup cgroup("memory");
+  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
+  const std::uint64_t limit = 160u << 20;
+  const std::uint64_t file_size = 192u << 20;
+  ScratchFile file(file_size, 21);
+  if (!cgroup.set("memory.limit_in_bytes", std::to_string(limit))) GTEST_SKIP() << "cannot set a memory limit";
+  int code = in_forked_child(kChildSeconds, [&] {
+    if (!cgroup.enter()) return 2;
+    Config config = Config::defaults();
+    std::printf("default buffer in a %llu-byte cgroup: %llu bytes\n", static_cast<unsigned long long>(limit),
+                static_cast<unsigned long long>(config.buffer_bytes()));
+    if (config.buffer_bytes() > limit / 10 * 8) return 3;
+    Pager pager(config);
+    auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path(), {false}), file_size, PROT_READ));
+    for (std::uint64_t i = 0; i < file_size; i += 1021)
+      if (bytes[i] != pattern_byte(i, 21)) return 4;
+    return pager.stats().evictions > 0 ? 0 : 5;
+  });
+  EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+}
+
+}  // namespace
+}  // namespace autopager
