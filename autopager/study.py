@@ -4,9 +4,12 @@ The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.y
 configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.table), one row a trial: its
 parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error and the
 tail of stderr, when it was asked for, how long the strategy took to propose it and what proposed it. The table is
-rewritten after every trial, so a study killed at any moment loses at most the trial in flight; running it again
-(same workload, space, strategy and study name) gives the finished trials back to the strategy and goes on.
-SIGTERM ends the study as Ctrl-C does: the trial in flight is killed, the finished ones are kept.
+rewritten after every trial. Trials run through the study's launcher (autopager.launchers), ``launcher.workers``
+at once, each with the node it ran on and when its run started and ended there; the trials in flight are listed
+in ``in_flight.json`` (autopager.in_flight), so a study killed at any moment loses no finished trial; running it
+again (same workload, space, strategy and study name) runs again the trials that were in flight, gives the
+finished trials back to the strategy and goes on. SIGTERM ends the study as Ctrl-C does: the trials in flight
+are killed, the finished ones are kept.
 
 A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
 its points to one point of the sampled space): that trial is not run again; its recorded result is given
@@ -19,6 +22,7 @@ keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.s
 from __future__ import annotations
 
 import contextlib
+import datetime
 import math
 import signal
 import statistics
@@ -32,7 +36,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from autopager.confirmation import Confirmation, Verdict
 from autopager.errors import ConfigError, StudyError
+from autopager.in_flight import InFlight, InFlightRecord
 from autopager.kernel_mmap import mmap_runner
+from autopager.launchers import TrialResult, make_launcher
 from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, relative_noise, run_seconds, runs_of,
                                  trial_row)
 from autopager.machine import this_machine
@@ -43,9 +49,10 @@ from autopager.settings import StudySettings
 from autopager.params import format_size
 from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
-from autopager.strategies.base import Strategy
+from autopager.strategies.base import Key, Strategy, key
 from autopager.studylock import StudyLock
 from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
+from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
 
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
@@ -141,16 +148,53 @@ class Study:
         return max(runner.cap_floor, runner.cap * run_seconds(reference))
 
     def run_trial(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
-                  confirms: int | None = None, runner: Runner | None = None) -> dict[str, Any]:
-        """Measure a parameter set and append its row to the table."""
-        if self.space.feasible(params):
-            result = (runner or self.runner).measure(params, timeout, cap)
+                  confirms: int | None = None) -> dict[str, Any]:
+        """Measure a parameter set on a node and append its row to the table (and those of trials in flight that
+        end meanwhile)."""
+        launched = self.launch(params, kind, proposal, timeout, cap, confirms)
+        return self.wait_for(launched) if isinstance(launched, InFlight) else launched
+
+    def wait_for(self, awaited: InFlight) -> dict[str, Any]:
+        """The row of a trial in flight, once it has ended; the other trials that end meanwhile are reported."""
+        while True:
+            for entry, row in self.finished():
+                if entry is awaited:
+                    return row
+                self.report(row, None)
+
+    def launch(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
+               confirms: int | None = None, continues: int | None = None) -> InFlight | dict[str, Any]:
+        """Hand a trial to the launcher (``continues``: one more run of that trial); an infeasible one is recorded
+        at once, not run, and its row returned."""
+        entry = InFlight(dict(params), kind.value, timeout, proposal.started, proposal.ask_seconds,
+                         proposal.proposed_by, cap=cap, confirms=confirms, continues=continues)
+        if not self.space.feasible(params):
+            failure = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
+            return self.record(entry, TrialResult(failure), proposal)
+        self.pool.submit(entry, proposal.begin, result_required=not self.runner.times_process)
+        return entry
+
+    def record(self, entry: InFlight, result: TrialResult, proposal: Proposal) -> dict[str, Any]:
+        """Put a finished trial in the table (a new row, or more runs of the trial it continues), then strike it off
+        the in-flight record."""
+        where = {"node": result.node, "run_started": result.run_started, "run_ended": result.run_ended}
+        if entry.continues is not None:
+            row = next(row for row in self.table.rows if row["trial"] == entry.continues)
+            add_runs(row, result.measurement)
+            row.update(seconds=time.perf_counter() - proposal.begin, **where)
+            self.table.write()
         else:
-            result = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
-        limit = timeout if cap is None else min(timeout, cap)
-        row = trial_row(self.table.next_trial(), kind, params, result, limit, proposal, confirms)
-        self.table.append(row)
+            limit = entry.timeout if entry.cap is None else min(entry.timeout, entry.cap)
+            row = {**trial_row(self.table.next_trial(), Kind(entry.kind), entry.params, result.measurement, limit,
+                               proposal, entry.confirms), **where}
+            self.table.append(row)
+        self.pool.recorded(entry)
         return row
+
+    def finished(self) -> list[tuple[InFlight, dict[str, Any]]]:
+        """Wait for trials in flight to end; record each."""
+        return [(entry, self.record(entry, result, Proposal(entry.started, begin, entry.ask_seconds, entry.proposed_by)))
+                for entry, result, begin in self.pool.wait()]
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
@@ -200,7 +244,18 @@ class Study:
         return None, None  # failed, or capped with nothing to compare (Ax substitutes the worst value seen)
 
     def tuning_seconds(self) -> float:
-        return sum(row["seconds"] or 0.0 for row in self.table.rows)
+        """The time spent with a trial asked for or running: the union of the trials' spans (``seconds`` from
+        ``started``), so that trials run at the same time on several nodes count once."""
+        timed = [row for row in self.table.rows if row["seconds"] is not None]
+        spans = sorted((start, start + row["seconds"]) for row in timed if row["started"]
+                       for start in [datetime.datetime.fromisoformat(row["started"]).timestamp()])
+        total = sum(row["seconds"] for row in timed if not row["started"])
+        covered = -math.inf
+        for start, end in spans:
+            if end > covered:
+                total += end - max(start, covered)
+                covered = end
+        return total
 
     def trial_limit(self, planned: int | None) -> int | None:
         return self.settings.trials if self.settings.trials is not None else planned
@@ -212,14 +267,30 @@ class Study:
         with terminate_as_interrupt():
             self.begin()
             try:
-                default = self.defaults()
-                kernel = self.kernel_mmap(default)
-                strategy = self.search(default)
-                strategy.save(self.directory)
-                verdict = self.confirm(default)
+                with make_launcher(self.config.launcher, self.directory) as launcher:
+                    self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
+                                          OmegaConf.to_container(self.config.runner, resolve=True))
+                    self.rerun_left_trials()
+                    default = self.defaults()
+                    kernel = self.kernel_mmap(default)
+                    while self.pool.count:  # the trials an earlier tuner left: in the table before the search
+                        for _, row in self.finished():
+                            self.report(row, None)
+                    strategy = self.search(default)
+                    strategy.save(self.directory)
+                    verdict = self.confirm(default)
                 return self.finish(default, kernel, strategy, verdict)
             finally:
                 self.lock.release()
+
+    def rerun_left_trials(self) -> None:
+        if any(row["kind"] is Kind.DEFAULT and row["measured_by"] == RESULT for row in self.table.rows):
+            self.runner.require_result()  # as the defaults' run showed, before the left trials are launched again
+        again = self.pool.left_by_earlier_tuner(self.table.rows)
+        if again:
+            self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
+        for entry in again:
+            self.pool.submit(entry, result_required=not self.runner.times_process)
 
     def begin(self) -> None:
         """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
@@ -246,9 +317,13 @@ class Study:
             if done[0]["measured_by"] == RESULT:
                 self.runner.require_result()
             return done[0]
-        self.progress.running(self.table.next_trial(), None, self.baseline)
-        row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
-                             self.settings.runner.defaults_timeout)
+        left = next((entry for entry in self.pool.flying.values() if entry.kind == Kind.DEFAULT), None)
+        if left is not None:  # left in flight by a killed tuner, and running again
+            row = self.wait_for(left)
+        else:
+            self.progress.running(self.table.next_trial(), None, self.baseline)
+            row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
+                                 self.settings.runner.defaults_timeout)
         self.report(row, None)
         if row["measured_by"] == RESULT:
             self.runner.require_result()
@@ -277,8 +352,12 @@ class Study:
         if done:
             return done[-1]
         limit = format_size(self.mmap_runner.memory_limit)
-        self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
-        row = self.run_trial({}, Kind.MMAP, Proposal.starting(), self.timeout(default), None, runner=self.mmap_runner)
+        left = next((entry for entry in self.pool.flying.values() if entry.kind == Kind.MMAP), None)
+        if left is not None:  # left in flight by a killed tuner, and running again
+            row = self.wait_for(left)
+        else:  # on a node, in a memory cgroup there
+            self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
+            row = self.run_trial({}, Kind.MMAP, Proposal.starting(), self.timeout(default), None)
         outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
                         else f"FAILED ({row['error']})")
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
@@ -295,55 +374,81 @@ class Study:
         limit = self.trial_limit(strategy.planned_trials())
         done = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
         self.progress.plan(self.strategy_name, strategy.planned_trials(), limit, done, default["wall_seconds"])
-        while self.within_budget(limit):
-            if self.defaults_due():
-                self.measure_defaults_again(default)
-            proposal = Proposal.starting()
-            params = strategy.ask()
-            if params is None:
+        followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
+        proposing = True
+        while True:
+            while proposing and self.pool.free():
+                if not self.within_budget(limit, self.pool.searching() + sum(map(len, followers.values()))):
+                    proposing = False  # the budget only shrinks
+                    break
+                if self.defaults_due():
+                    self.launch_defaults_again(default)
+                    continue
+                proposal = Proposal.starting()
+                params = strategy.ask()
+                if params is None:
+                    break  # done, or waiting for trials in flight: asked again when one ends
+                proposal = Proposal(proposal.started, proposal.begin, time.perf_counter() - proposal.begin,
+                                    strategy.proposed_by)
+                earlier = self.measured(params)
+                if earlier is None and key(params) in self.pool.keys():
+                    followers.setdefault(key(params), []).append((params, proposal))
+                    continue
+                if earlier is not None:
+                    row = self.reuse(earlier, proposal)
+                else:
+                    if self.pool.launcher.workers == 1:
+                        self.progress.running(self.table.next_trial(), limit, params)
+                    row = self.launch(params, Kind.SEARCH, proposal, self.timeout(default),
+                                      self.cap_seconds(self.incumbent() or default))
+                if not isinstance(row, InFlight):
+                    strategy.tell(params, *self.told(row))
+                    self.report(row, limit)
+            if not self.pool.count:
                 break
-            proposal = Proposal(proposal.started, proposal.begin, time.perf_counter() - proposal.begin,
-                                strategy.proposed_by)
-            earlier = self.measured(params)
-            if earlier is None:
-                self.progress.running(self.table.next_trial(), limit, params)
-                row = self.search_trial(params, default, proposal)
-            else:
-                row = self.reuse(earlier, proposal)
-            strategy.tell(params, *self.told(row))
-            self.report(row, limit)
+            for entry, row in self.finished():
+                if entry.kind != Kind.SEARCH or self.measure_again(entry, row):
+                    self.report(row, None if entry.kind != Kind.SEARCH else limit)
+                    continue
+                strategy.tell(entry.params, *self.told(row), proposed_by=entry.proposed_by)
+                self.report(row, limit)
+                for params, proposal in followers.pop(key(entry.params), []):
+                    reused = self.reuse(row, proposal)
+                    strategy.tell(params, *self.told(reused))
+                    self.report(reused, limit)
         if done and done == sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows):
             self.progress.print("study complete: every trial it plans was run before (raise budget.trials, or "
                                 "give another study.name, to run more)")
         return strategy
 
-    def search_trial(self, params: Params, default: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
-        """A proposed trial, capped by the incumbent; measured again (up to noise.max_runs runs) while it is within
-        the noise of the incumbent, so that no single lucky run makes it the incumbent."""
-        timeout, cap = self.timeout(default), self.cap_seconds(self.incumbent() or default)
-        row = self.run_trial(params, Kind.SEARCH, proposal, timeout, cap)
-        while len(runs_of(row)) < self.settings.noise.max_runs and self.within_noise(row):
-            add_runs(row, self.runner.measure(params, timeout, cap, runs=1))
-            row["seconds"] = time.perf_counter() - proposal.begin
-            self.table.write()
-        return row
+    def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
+        """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs
+        runs), so that no single lucky run makes it the incumbent: then it is launched again, continuing its row."""
+        if len(runs_of(row)) >= self.settings.noise.max_runs or not self.within_noise(row):
+            return False
+        proposal = Proposal(entry.started, time.perf_counter(), entry.ask_seconds, entry.proposed_by)
+        self.launch(entry.params, Kind.SEARCH, proposal, entry.timeout, entry.cap, continues=row["trial"])
+        return True
 
     def defaults_due(self) -> bool:
         """Whether to measure the defaults again now (noise.defaults_runs in all, every noise.defaults_every)."""
         defaults = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT]
-        if len(defaults) >= self.settings.noise.defaults_runs:
+        if len(defaults) >= self.settings.noise.defaults_runs or any(
+                entry.kind == Kind.DEFAULT for entry in self.pool.flying.values()):
             return False
         since = sum(row["kind"] is Kind.SEARCH and row["trial"] > defaults[-1]["trial"] for row in self.table.rows)
         return since >= self.settings.noise.defaults_every
 
-    def measure_defaults_again(self, default: Mapping[str, Any]) -> None:
-        self.progress.running(self.table.next_trial(), None, self.baseline)
-        row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(default),
-                             self.settings.runner.defaults_timeout)
-        self.report(row, None)
+    def launch_defaults_again(self, default: Mapping[str, Any]) -> None:
+        if self.pool.launcher.workers == 1:
+            self.progress.running(self.table.next_trial(), None, self.baseline)
+        self.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(default),
+                    self.settings.runner.defaults_timeout)
 
-    def within_budget(self, limit: int | None) -> bool:
-        if limit is not None and sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows) >= limit:
+    def within_budget(self, limit: int | None, pending: int = 0) -> bool:
+        """Whether another search trial may start, with ``pending`` search trials started and not yet recorded."""
+        searched = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
+        if limit is not None and searched + pending >= limit:
             return False
         minutes = self.settings.minutes
         if minutes is not None and self.tuning_seconds() >= 60 * minutes:
@@ -455,6 +560,9 @@ class Study:
             low, high = verdict.speedup_spread
             lines.append(("confirmed speedup", f"{verdict.speedup:.2f}x (per round {low:.2f}-{high:.2f}x; "
                                                f"noise +-{100 * verdict.noise:.1f}%)"))
+        nodes = sorted({row["node"] for row in self.table.rows if row["kind"] is Kind.CONFIRM and row["node"]})
+        if len(nodes) > 1:  # several workers: the rounds' runs went to whichever node was free
+            lines.append(("confirmed on nodes", f"{', '.join(nodes)} (each run's node is in the table)"))
         return lines
 
     def save(self, best: Mapping[str, Any], default: Mapping[str, Any], gain: float, verdict: Verdict | None,

@@ -6,6 +6,10 @@ position in the space's sampled values, rounded to the nearest one. When both wa
 low one is searched as a share of the values below the high one, so every proposal keeps
 ``evict_low_water < evict_high_water`` without a constraint.
 Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome.
+Several proposals may be in flight at once: each ``get_next_trials`` call leaves its trial RUNNING in Ax's
+experiment, and the next call treats the running ones as pending points (the Sobol step draws past them, the
+BoTorch step conditions its acquisition on them). When Ax will not propose while trials are pending (its
+initialization budget drawn, too few of those trials observed yet), ``ask`` returns None until one is told.
 A failed trial (a crash, a timeout, the out-of-memory killer) is given to Ax as the worst value seen so far:
 marked failed, it taught Ax's model nothing, and the model kept proposing the same point. A capped trial comes
 as the study's bound, worse than the incumbent; a trial measured several times as its mean and standard error
@@ -77,7 +81,7 @@ class AxStrategy(Strategy):
         quiet_ax()
         if settings.get("threads"):
             torch.set_num_threads(int(settings["threads"]))
-        self.pending: dict[Key, int] = {}
+        self.pending: dict[Key, list[int]] = {}  # Ax's RUNNING trials, by the point they round to
         self.client = None
         self.generation = None  # made at the first ask, once the told trials show where Sobol stopped
         self.sobol_drawn = 0
@@ -143,11 +147,12 @@ class AxStrategy(Strategy):
         try:
             ((index, point),) = self.client.get_next_trials(max_trials=1).items()
         except Exception as error:  # Ax may give up on a space it considers used up: end with the reason
-            print(f"autopager: Ax proposes no more trials: {error}", file=sys.stderr)
+            if not self.pending:  # else it waits for the pending trials' data
+                print(f"autopager: Ax proposes no more trials: {error}", file=sys.stderr)
             return None
         self.proposed_by = self.generation.current_node_name
         params = self.to_params(point)
-        self.pending[key(params)] = index
+        self.pending.setdefault(key(params), []).append(index)
         return params
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
@@ -156,7 +161,10 @@ class AxStrategy(Strategy):
             return
         if value is not None:
             self.losses.append(self.loss(value))
-        index = self.pending.pop(key(params), None)
+        waiting = self.pending.get(key(params))
+        index = waiting.pop(0) if waiting else None
+        if not waiting:
+            self.pending.pop(key(params), None)
         if index is None:
             self.sobol_drawn += proposed_by == SOBOL
             if not self.space.contains(params):

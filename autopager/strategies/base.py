@@ -1,10 +1,14 @@
 """The common interface of the search strategies.
 
-A strategy proposes one parameter set at a time (``ask``) and learns the outcome of each (``tell``). It is
-also told outcomes it did not ask for: the defaults' run that starts every study, and the finished trials
-of a resumed study (with what had proposed each), so that it continues where it stopped. A failed trial is
-told as ``None``; a trial measured more than once comes with the standard error of its mean; a capped trial is
-told as a value worse than the incumbent's (the study's ``told``), never as the time it ran before it was stopped. ``proposed_by`` names what proposed the last parameters asked for, for the study's table.
+A strategy proposes one parameter set at a time (``ask``) and learns the outcome of each (``tell``). It may
+be asked again before the outcomes of earlier proposals are told (several trials in flight, on several
+nodes); ``ask`` returns None when it has nothing to propose until one of them is told, or when it is done
+(the study tells those apart by whether trials are in flight). It is also told outcomes it did not ask for:
+the defaults' run that starts every study, and the finished trials of a resumed study (with what had proposed
+each), so that it continues where it stopped. A failed trial is told as ``None``; a trial measured more than
+once comes with the standard error of its mean; a capped trial is told as a value worse than the incumbent's
+(the study's ``told``), never as the time it ran before it was stopped. ``proposed_by`` names what proposed
+the last parameters asked for, for the study's table.
 """
 from __future__ import annotations
 
@@ -56,8 +60,16 @@ class Strategy(ABC):
         return None
 
 
+class Wait:
+    """Yielded by a search where it needs the losses of everything it yielded before."""
+
+
+WAIT = Wait()
+
+
 class SearchStrategy(Strategy):
-    """A strategy written as a generator: ``search`` yields parameter sets and receives their losses.
+    """A strategy written as a generator: ``search`` yields the parameter sets to measure, which may run at
+    the same time, and ``WAIT`` where it needs their losses, then read with ``loss_of``.
 
     Parameter sets already measured (told) are answered from memory without a trial, so a resumed study
     replays the search up to where it stopped and then goes on.
@@ -66,31 +78,37 @@ class SearchStrategy(Strategy):
     def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         self._losses: dict[Key, float | None] = {}
+        self._asked: set[Key] = set()      # proposed, not yet told
         self._search = self.search()
-        self._pending: Key | None = None
-        self._started = False
+        self._waiting = False
 
     @abstractmethod
-    def search(self) -> Generator[Params, float | None, None]:
-        """Yield the parameters to measure; each yield returns their loss (None if the trial failed)."""
+    def search(self) -> Generator[Params | Wait, None, None]:
+        """Yield the parameters to measure, and ``WAIT`` before reading their losses."""
 
     def measured(self, params: Mapping[str, Any]) -> bool:
-        return key(params) in self._losses
+        """Told, or proposed and in flight."""
+        return key(params) in self._losses or key(params) in self._asked
+
+    def loss_of(self, params: Mapping[str, Any]) -> float | None:
+        return self._losses.get(key(params))
 
     def ask(self) -> Params | None:
         try:
-            if not self._started:
-                self._started = True
-                params = next(self._search)
-            else:
-                params = self._search.send(self._losses.get(self._pending))
-            while key(params) in self._losses:
-                params = self._search.send(self._losses[key(params)])
+            while True:
+                if self._waiting and self._asked:
+                    return None
+                self._waiting = False
+                item = next(self._search)
+                if isinstance(item, Wait):
+                    self._waiting = True
+                elif key(item) not in self._losses:
+                    self._asked.add(key(item))
+                    return item
         except StopIteration:
             return None
-        self._pending = key(params)
-        return params
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
              proposed_by: str | None = None) -> None:
         self._losses[key(params)] = self.loss(value)
+        self._asked.discard(key(params))

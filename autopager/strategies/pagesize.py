@@ -20,5 +20,4 @@ class PageSizeStrategy(SearchStrategy):
         return sum(key(params) != key(self.space.defaults) for params in self.plan())
 
     def search(self):
-        for params in self.plan():  # not `yield from`: the losses sent back are not for the plan
-            yield params
+        yield from self.plan()

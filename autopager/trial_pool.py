@@ -1,0 +1,72 @@
+"""The study's side of its launcher: the trials in flight, each written in the in-flight record while it runs."""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from autopager.in_flight import InFlight, InFlightRecord
+from autopager.launchers import Launcher, TrialResult, TrialTask
+from autopager.strategies.base import Key, key
+from autopager.table import Kind
+from autopager.workloads import Workload
+
+
+class TrialPool:
+    def __init__(self, launcher: Launcher, record: InFlightRecord, workload: Workload, runner: Mapping[str, Any]):
+        self.launcher = launcher
+        self.record = record
+        self.workload = workload
+        self.runner = dict(runner)
+        self.flying: dict[str, InFlight] = {}    # handle -> trial
+        self.begins: dict[str, float] = {}       # trial id -> perf_counter when asked for (or resubmitted)
+
+    @property
+    def count(self) -> int:
+        return len(self.flying)
+
+    def free(self) -> bool:
+        return self.count < self.launcher.workers
+
+    def searching(self) -> int:
+        """Search trials in flight (not the defaults' runs, not runs added to a trial)."""
+        return sum(entry.kind == "search" and entry.continues is None for entry in self.flying.values())
+
+    def keys(self) -> set[Key]:
+        return {key(entry.params) for entry in self.flying.values()}
+
+    def submit(self, entry: InFlight, begin: float | None = None, result_required: bool = False) -> None:
+        entry.launcher = self.launcher.settings.name
+        self.begins[entry.id] = time.perf_counter() if begin is None else begin
+        self.record.add(entry)  # before it can start: a tuner killed now finds it at its next start
+        kernel_mmap = entry.kind == Kind.MMAP
+        task = TrialTask(self.workload, self.runner, entry.params, entry.timeout, entry.cap,
+                         1 if entry.continues is not None else None, result_required and not kernel_mmap, kernel_mmap)
+        entry.handle = self.launcher.submit(task)
+        self.flying[entry.handle] = entry
+        self.record.add(entry)
+
+    def wait(self) -> list[tuple[InFlight, TrialResult, float]]:
+        """The trials that finished, with their results and when (perf_counter) they were asked for."""
+        finished = []
+        for handle, result in self.launcher.wait():
+            entry = self.flying.pop(handle, None)
+            if entry is not None:
+                finished.append((entry, result, self.begins.pop(entry.id)))
+        return finished
+
+    def recorded(self, entry: InFlight) -> None:
+        """The trial's row is in the table: strike it off."""
+        self.record.remove(entry)
+
+    def left_by_earlier_tuner(self, rows: list[Mapping[str, Any]]) -> list[InFlight]:
+        """Reconcile the record a killed tuner left: trials already in the table are dropped; the others are
+        cancelled where their launcher still runs them, and returned, to be run again."""
+        again = []
+        for entry in self.record.load():
+            if entry.recorded_in(rows):
+                self.record.remove(entry)
+                continue
+            if entry.handle is not None and entry.launcher == self.launcher.settings.name:
+                self.launcher.cancel(entry.handle)
+            again.append(entry)
+        return again
