@@ -112,7 +112,7 @@ def test_a_worker_killed_during_a_trial_fails_that_trial_and_the_study_goes_on(t
     size = 301 if "launcher=ray" in launcher else 302  # tells this study's workload processes apart
     args = [*[a.replace("workload.size=300", f"workload.size={size}") for a in GRID], *launcher,
             f"launcher.address={ray_cluster}" if "launcher=ray" in launcher else "study.name=slurm"]
-    study = "grid-size301" if "launcher=ray" in launcher else "slurm"
+    study = "grid-size301-buf64MiB" if "launcher=ray" in launcher else "slurm"
     process = autopager_process("tune", *args)
     killed = kill_a_trials_worker(process, Path(f"outputs/synthetic/{study}/trials.csv"), size,
                                   time.monotonic() + 300)
