@@ -14,7 +14,8 @@ constexpr auto kWhileWriteBacksFail = std::chrono::milliseconds(20);
 
 EvictorPool::EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging) : buffer_(buffer), paging_(paging) {
   try {
-    for (unsigned i = 0; i < evictors; ++i) threads_.push_back(start_pager_thread([this] { run(); }));
+    for (unsigned i = 0; i < evictors; ++i)
+      threads_.push_back(start_pager_thread("ap-evictor", [this] { run(); }));
   } catch (...) {
     stop();
     throw;

@@ -67,7 +67,8 @@ FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, 
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
   try {
-    for (unsigned i = 0; i < config_.fillers; ++i) fillers_.push_back(start_pager_thread([this] { serve(); }));
+    for (unsigned i = 0; i < config_.fillers; ++i)
+      fillers_.push_back(start_pager_thread("ap-filler", [this] { serve(); }));
     std::unique_lock<std::mutex> lock(mutex_);
     set_up_.wait(lock, [&] { return set_up_count_ == fillers_.size(); });
     if (setup_error_) std::rethrow_exception(setup_error_);

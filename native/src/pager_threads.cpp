@@ -8,7 +8,7 @@
 
 namespace autopager {
 
-std::thread start_pager_thread(std::function<void()> body) {
+std::thread start_pager_thread(const char* name, std::function<void()> body) {
   sigset_t blocked;
   sigfillset(&blocked);
   for (int synchronous : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&blocked, synchronous);
@@ -18,6 +18,7 @@ std::thread start_pager_thread(std::function<void()> body) {
   try {
     std::thread thread(std::move(body));  // inherits the mask
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    pthread_setname_np(thread.native_handle(), name);
     return thread;
   } catch (const std::system_error& e) {
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);

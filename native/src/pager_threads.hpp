@@ -11,7 +11,8 @@
 namespace autopager {
 
 // Starts `body` on a new thread with asynchronous signals blocked; the caller's mask is unchanged.
+// `name` (at most 15 characters) is what ps, top -H and /proc/PID/task/TID/comm show for it.
 // Throws std::system_error when the thread cannot be created.
-std::thread start_pager_thread(std::function<void()> body);
+std::thread start_pager_thread(const char* name, std::function<void()> body);
 
 }  // namespace autopager
