@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import format_size, parse_size, system_page_size  # noqa: E402
+from autopager.params import format_size, parse_size  # noqa: E402
 from autopager.machine import storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
@@ -46,13 +46,16 @@ KERNEL = "mmap"
 @dataclass
 class Variant:
     label: str
-    page_size: int | None  # None: the kernel's mmap
+    pager: bool             # False: the kernel's mmap
+    page_size: int | None   # None: the pager's own default
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
-        if self.page_size is None:
+        if not self.pager:
             return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        params = {"page_size": self.page_size, "buffer_size": workload.buffer_size}
+        params = {"buffer_size": workload.buffer_size}
+        if self.page_size is not None:
+            params["page_size"] = self.page_size
         return Runner(workload, memory_limit=limit).measure(params, timeout)
 
 
@@ -73,10 +76,11 @@ class Row:
 
 
 def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -> dict:
+    load = os.getloadavg()[0]
     result = variant.run(workload, limit, timeout)
-    command = workload.kernel_mmap().argv() if variant.page_size is None else workload.argv()
+    command = workload.argv() if variant.pager else workload.kernel_mmap().argv()
     return {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size, "limit": limit,
-            "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
+            "load": load, "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
             "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats}
 
 
@@ -107,7 +111,7 @@ def ratio_text(value: float | None) -> str:
 
 
 def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
-    pager_labels = [v.label for v in variants if v.page_size is not None]
+    pager_labels = [v.label for v in variants if v.pager]
     default_label = pager_labels[0]
     header = ["workload", "metric", "data", "buffer", "memory limit", *[v.label for v in variants],
               "best page", "best vs default", "best vs mmap"]
@@ -138,7 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated config names")
     parser.add_argument("--page-sizes", default="16KiB,64KiB,1MiB,4MiB",
-                        help="pager page sizes beside the default (the system page)")
+                        help="pager page sizes beside the pager's own default")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
     parser.add_argument("--headroom", default="16MiB", help="memory limit beyond buffer_size (both modes)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
@@ -152,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
-    variants = [Variant(KERNEL, None), Variant(f"{format_size(system_page_size())} (default)", system_page_size())]
-    variants += [Variant(format_size(parse_size(s)), parse_size(s)) for s in args.page_sizes.split(",") if s]
+    variants = [Variant(KERNEL, False, None), Variant("pager defaults", True, None)]
+    variants += [Variant(format_size(parse_size(s)), True, parse_size(s)) for s in args.page_sizes.split(",") if s]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)
@@ -162,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()[1]
     with open(out / "runs.jsonl", "w") as raw:
         for name in args.workloads.split(","):
-            config, _ = compose([f"workload={name}", f"data_dir={args.data_dir}"])
+            config, _ = compose([f"workload={name}", f"data_dir={args.data_dir}", *args.set])
             workload = Workload.from_config(config.workload, config.data_dir)
             workload.data_dir.mkdir(parents=True, exist_ok=True)
             if workload.prepare_argv():
@@ -181,16 +187,19 @@ def main(argv: list[str] | None = None) -> int:
                     shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
                     print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
     header, lines = table(rows, variants)
+    run_loads = [run["load"] for row in rows for runs in row.runs.values() for run in runs]
     with open(out / "workloads.csv", "w", newline="") as f:
         csv.writer(f).writerows([header, *lines])
     report = (f"# Workloads out of core: pager page sizes vs kernel mmap\n\n"
               f"Machine: {platform.node()}, {os.cpu_count()} cores, Linux {platform.release()}. "
               f"Medians of {args.repeats} runs (page cache dropped before each); every run in a memory cgroup "
               f"limited to the memory limit column (buffer + {format_size(headroom)} headroom + the program's "
-              f"own arrays). Other pager parameters at their defaults. timeout: a run took over "
+              f"own arrays). Other pager parameters at their defaults; \"pager defaults\": no parameter "
+              f"given, the pager's own choice. timeout: a run took over "
               f"{args.timeout:.0f} s (not repeated). Storage of the data (the kernel's mmap reads around a fault "
               f"by up to its read-ahead): {storage(Path(args.data_dir))}. "
-              f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}.\n\n"
+              f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}; "
+              f"(1 min) at the start of a run: at most {max(run_loads, default=0):.2f}.\n\n"
               f"Command: `python3 experiments/bench_workloads.py {' '.join(argv or sys.argv[1:])}`\n\n"
               + markdown(header, lines) + "\n")
     (out / "workloads.md").write_text(report)
