@@ -44,6 +44,7 @@ from autopager.params import format_size, parse_size  # noqa: E402
 from autopager.workloads import locate_bin  # noqa: E402
 
 KERNEL = "mmap"
+UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,18 +113,36 @@ def bfs_program(args: argparse.Namespace, bin_dir: Path, buffer: str) -> Program
         re.compile(r"BFS took \(s\)\s+([0-9.]+)"), re.compile(r"^\d+\t\d+$", re.MULTILINE))
 
 
+def our_default_page_size(environment: dict[str, str]) -> int:
+    """The page size our pager chooses itself under these UMAP_* variables (umapsort sizes its data in pages)."""
+    from autopager import _native
+    saved = {k: v for k, v in os.environ.items() if k.startswith("UMAP_")}
+    try:
+        for key in saved:
+            del os.environ[key]
+        os.environ.update({k: v for k, v in environment.items() if k.startswith("UMAP_")})
+        return _native.Config.from_environment().page_size
+    finally:
+        for key in [k for k in os.environ if k.startswith("UMAP_")]:
+            del os.environ[key]
+        os.environ.update(saved)
+
+
 def run_once(program: Program, variant: Variant, args: argparse.Namespace, libraries: dict[str, Path]) -> dict:
-    page = variant.page_size or 4096
     env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
     env["OMP_NUM_THREADS"] = str(args.threads)
+    page = variant.page_size or UMAP_DEFAULT_PAGE
     if variant.library != KERNEL:
         env["LD_LIBRARY_PATH"] = str(libraries[variant.library])
+        # Without a page size, a UMap buffer is counted in pages of its default size.
         env["UMAP_BUFSIZE"] = str(program.buffer_bytes // page)
         if variant.page_size is not None:
             env["UMAP_PAGESIZE"] = str(variant.page_size)
+        elif variant.library == "ours":
+            page = our_default_page_size(env)
     else:
         env["LD_LIBRARY_PATH"] = str(libraries["llnl"])
-    record = {"program": program.name, "variant": variant.label, "load": os.getloadavg()[0],
+    record = {"program": program.name, "variant": variant.label, "page_size": page, "load": os.getloadavg()[0],
               "command": " ".join(program.command(variant, page))}
     if not drop_page_cache():
         sys.exit("bench_llnl: dropping the page cache needs root")
@@ -237,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{program.name} round {round_number + 1} {variant.label}: {shown} "
                           f"(load {record['load']:.2f})", file=sys.stderr, flush=True)
             sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
-                            f"`{' '.join(program.command(Variant('ours', None), 4096))}` (at 4 KiB pages; "
+                            f"`{' '.join(program.command(Variant('ours', None), UMAP_DEFAULT_PAGE))}` (at 4 KiB pages; "
                             f"UMAP_PAGESIZE and UMAP_BUFSIZE set a variant's page and buffer)\n\n"
                             + table(program, variants, runs))
     report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
