@@ -1,6 +1,9 @@
 """Confirmation before a profile is saved: the defaults and the best few trials (and the saved profile's parameters,
 if there is one for this workload, data and machine) measured again in interleaved rounds, one run each a round,
-the order turned by one each round. The winner is the candidate with the best median over its confirmation runs
+the order turned by one each round. The runs go through the study's trial pool in that order, ``launcher.workers``
+at once: with several workers a round's runs and the next rounds' run side by side on whichever nodes are free
+(each run's node is in the table, and the summary names the nodes compared); with one worker the rounds run one
+after the other as before. The k-th runs of the defaults and of the winner make the k-th round's ratio. The winner is the candidate with the best median over its confirmation runs
 alone (the search's runs chose it, so they flatter it); the confirmed speedup is the ratio of the defaults' median
 to the winner's, with the spread of the per-round ratios. An existing profile is replaced only by a winner better
 than the profile's own confirmed median by more than the noise band. Rows of kind ``confirm`` name the trial they
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from autopager.in_flight import InFlight
 from autopager.measuring import NOISE_BAND, Proposal, relative_noise, runs_of
 from autopager.machine import this_machine
 from autopager.profiles import ProfileError, profile_path, read_profile
@@ -99,13 +103,11 @@ class Confirmation:
                                   f"in {self.rounds} rounds")
         for candidate in everyone:
             self.collect(candidate)
-        for round_ in range(self.rounds):
-            order = everyone[round_ % len(everyone):] + everyone[:round_ % len(everyone)]
-            for candidate in order:
-                if not candidate.failed and len(candidate.values) <= round_:
-                    self.measure(candidate, defaults)
+        queue = [candidate for round_ in range(self.rounds)
+                 for candidate in everyone[round_ % len(everyone):] + everyone[:round_ % len(everyone)]
+                 if len(candidate.values) <= round_]  # a resumed study's runs count for its first rounds
+        self.measure(queue, defaults)
         return self.verdict(defaults, candidates)
-
     def confirms(self, row: Mapping[str, Any], candidate: Candidate) -> bool:
         if row["kind"] is not Kind.CONFIRM:
             return False
@@ -122,17 +124,36 @@ class Confirmation:
                 else:
                     candidate.failed = True
 
-    def measure(self, candidate: Candidate, defaults: Candidate) -> None:
+    def measure(self, queue: list[Candidate], defaults: Candidate) -> None:
+        """Run the queued confirmation runs through the pool, as many at once as it has workers; a candidate whose
+        run fails runs no more. Trials still in flight from the search (the defaults measured again) are recorded
+        as they end."""
         study = self.study
         timeout = study.timeout(self.default)
-        if candidate is defaults:
-            cap = study.settings.runner.defaults_timeout
-        else:
-            cap = study.cap_seconds(self.default)
-        study.progress.running(study.table.next_trial(), None, candidate.params)
-        proposal = Proposal.starting(PROFILE if candidate.trial is None else None)
-        row = study.run_trial(candidate.params, Kind.CONFIRM, proposal, timeout, cap, confirms=candidate.trial)
-        study.report(row, None)
+        running: dict[str, Candidate] = {}  # in-flight entry id -> candidate
+        while queue or running:
+            while queue and study.pool.free():
+                candidate = queue.pop(0)
+                if candidate.failed:
+                    continue
+                cap = study.settings.runner.defaults_timeout if candidate is defaults else study.cap_seconds(self.default)
+                if study.pool.launcher.workers == 1:
+                    study.progress.running(study.table.next_trial(), None, candidate.params)
+                proposal = Proposal.starting(PROFILE if candidate.trial is None else None)
+                launched = study.launch(candidate.params, Kind.CONFIRM, proposal, timeout, cap, confirms=candidate.trial)
+                if isinstance(launched, InFlight):
+                    running[launched.id] = candidate
+                else:
+                    self.measured(candidate, launched)
+            for entry, row in study.finished():
+                candidate = running.pop(entry.id, None)
+                if candidate is None:
+                    study.report(row, None)
+                else:
+                    self.measured(candidate, row)
+
+    def measured(self, candidate: Candidate, row: Mapping[str, Any]) -> None:
+        self.study.report(row, None)
         if row["status"] is Status.OK:
             candidate.values.append(row["value"])
         else:

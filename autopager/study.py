@@ -271,14 +271,17 @@ class Study:
                     self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
                                           OmegaConf.to_container(self.config.runner, resolve=True))
                     self.rerun_left_trials()
-                    default = self.defaults()
+                    self.progress.loading(self.strategy_name)
+                    launched = self.launch_defaults()
+                    strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                             self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    default = self.defaults(launched)
                     kernel = self.kernel_mmap(default)
-                    while self.pool.count:  # the trials an earlier tuner left: in the table before the search
-                        for _, row in self.finished():
-                            self.report(row, None)
-                    strategy = self.search(default)
-                    strategy.save(self.directory)
+                    self.drain()  # the trials an earlier tuner left: in the table before the search
+                    self.search(strategy, default)
                     verdict = self.confirm(default)
+                    self.drain()  # the defaults' runs of the search still in flight, without confirmation
+                    strategy.save(self.directory)
                 return self.finish(default, kernel, strategy, verdict)
             finally:
                 self.lock.release()
@@ -309,21 +312,38 @@ class Study:
         if not prepared.ok:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
 
-    def defaults(self) -> dict[str, Any]:
-        """The defaults' first trial: measured now unless the study already has it (in full, unless
-        runner.defaults_timeout bounds it: then it may be capped). Its failure ends the study."""
-        done = [row for row in self.table.rows if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED]
-        if done:
-            if done[0]["measured_by"] == RESULT:
-                self.runner.require_result()
-            return done[0]
+    def drain(self) -> None:
+        """Record the trials in flight as they end."""
+        while self.pool.count:
+            for _, row in self.finished():
+                self.report(row, None)
+
+    def measured_defaults(self) -> dict[str, Any] | None:
+        """The defaults' first trial that did not fail, if the study has it."""
+        return next((row for row in self.table.rows
+                     if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED), None)
+
+    def launch_defaults(self) -> InFlight | dict[str, Any] | None:
+        """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running
+        again, or handed to the launcher now: in full, unless runner.defaults_timeout bounds it)."""
+        if self.measured_defaults() is not None:
+            return None
         left = next((entry for entry in self.pool.flying.values() if entry.kind == Kind.DEFAULT), None)
-        if left is not None:  # left in flight by a killed tuner, and running again
-            row = self.wait_for(left)
-        else:
-            self.progress.running(self.table.next_trial(), None, self.baseline)
-            row = self.run_trial(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
-                                 self.settings.runner.defaults_timeout)
+        if left is not None:
+            return left
+        self.progress.running(self.table.next_trial(), None, self.baseline)
+        return self.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.timeout(None),
+                           self.settings.runner.defaults_timeout)
+
+    def defaults(self, launched: InFlight | dict[str, Any] | None) -> dict[str, Any]:
+        """The defaults' first trial (``launched`` by ``launch_defaults``), once it has ended. Its failure ends the
+        study."""
+        done = self.measured_defaults()
+        if launched is None and done is not None:
+            if done["measured_by"] == RESULT:
+                self.runner.require_result()
+            return done
+        row = self.wait_for(launched) if isinstance(launched, InFlight) else launched
         self.report(row, None)
         if row["measured_by"] == RESULT:
             self.runner.require_result()
@@ -363,11 +383,9 @@ class Study:
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
         return row
 
-    def search(self, default: Mapping[str, Any]) -> Strategy:
-        """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends."""
-        self.progress.loading(self.strategy_name)
-        strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
-                                 self.settings.seed)
+    def search(self, strategy: Strategy, default: Mapping[str, Any]) -> None:
+        """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends.
+        It ends when no search trial is in flight: the defaults' runs still in flight end during the confirmation."""
         for row in self.table.rows:  # the defaults, and a resumed study's trials
             if row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default:
                 strategy.tell(row_params(row), *self.told(row), proposed_by=row.get("proposed_by"))
@@ -377,6 +395,7 @@ class Study:
         followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
         proposing = True
         while True:
+            waiting = False  # the strategy proposes nothing until a search trial in flight ends, or at all
             while proposing and self.pool.free():
                 if not self.within_budget(limit, self.pool.searching() + sum(map(len, followers.values()))):
                     proposing = False  # the budget only shrinks
@@ -387,7 +406,8 @@ class Study:
                 proposal = Proposal.starting()
                 params = strategy.ask()
                 if params is None:
-                    break  # done, or waiting for trials in flight: asked again when one ends
+                    waiting = True  # done, or waiting for trials in flight: asked again when one ends
+                    break
                 proposal = Proposal(proposal.started, proposal.begin, time.perf_counter() - proposal.begin,
                                     strategy.proposed_by)
                 earlier = self.measured(params)
@@ -404,8 +424,9 @@ class Study:
                 if not isinstance(row, InFlight):
                     strategy.tell(params, *self.told(row))
                     self.report(row, limit)
-            if not self.pool.count:
-                break
+            searching = any(entry.kind == Kind.SEARCH for entry in self.pool.flying.values())
+            if not self.pool.count or (not searching and (waiting or not proposing)):
+                break  # nothing more to propose: the defaults' runs still in flight end during the confirmation
             for entry, row in self.finished():
                 if entry.kind != Kind.SEARCH or self.measure_again(entry, row):
                     self.report(row, None if entry.kind != Kind.SEARCH else limit)
@@ -419,7 +440,6 @@ class Study:
         if done and done == sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows):
             self.progress.print("study complete: every trial it plans was run before (raise budget.trials, or "
                                 "give another study.name, to run more)")
-        return strategy
 
     def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
         """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs

@@ -50,6 +50,17 @@ def overlapping(rows: pd.DataFrame) -> list[tuple[int, int]]:
             if start_a < end_b and start_b < end_a]
 
 
+def handed_out_together(rows: pd.DataFrame, first: pd.DataFrame) -> bool:
+    """Whether a row of ``rows`` and one of ``first`` were in the tuner's hands at once: each asked for (``started``)
+    before the other's row was recorded (``started`` + ``seconds``). The tuner's own times, not the nodes': it pins
+    that the study handed both out, whatever the nodes' clocks and start-up delays."""
+    def spans(frame: pd.DataFrame) -> list[tuple[int, pd.Timestamp, pd.Timestamp]]:
+        return [(row.trial, pd.Timestamp(row.started), pd.Timestamp(row.started) + pd.Timedelta(seconds=row.seconds))
+                for row in frame.itertuples()]
+    return any(a != b and start_a < end_b and start_b < end_a
+               for a, start_a, end_a in spans(rows) for b, start_b, end_b in spans(first))
+
+
 def in_flight(study: str) -> list:
     return json.loads(Path(f"outputs/synthetic/{study}/in_flight.json").read_text())
 
@@ -216,8 +227,9 @@ def test_a_trial_recorded_just_before_the_tuner_died_is_not_run_again(tuner_home
 
 
 def test_measuring_again_capping_and_confirmation_go_through_the_nodes(tuner_home, ray_cluster, capsys):
-    """With 2 workers: the defaults measured again among the trials, trials within the noise measured again (a run
-    added to their row, on whichever node is free), the confirmation rounds on the nodes, each run's node recorded."""
+    """With 2 workers: the defaults measured again among the trials (in flight beside search trials), trials within the
+    noise measured again (a run added to their row, on whichever node is free), the confirmation rounds on the nodes,
+    2 runs at once, each run's node recorded."""
     args = [arg for arg in GRID if not arg.startswith(("confirm.", "noise."))]
     assert main(["tune", *args, "launcher=ray", f"launcher.address={ray_cluster}", "launcher.workers=2",
                  "noise.defaults_runs=2", "noise.defaults_every=2", "noise.max_runs=2", "noise.assumed=0.5",
@@ -228,5 +240,10 @@ def test_measuring_again_capping_and_confirmation_go_through_the_nodes(tuner_hom
     assert (rows.kind == "default").sum() == 2 and (rows.kind == "confirm").sum() == 2 * 3
     assert (search.repeats.astype(str).str.count(";") == 1).any(), "no trial was measured again"
     assert rows.node.notna().all() and set(rows.node) <= {"head", "worker1"}
-    assert "confirmed best" in capsys.readouterr().out
+    confirm, defaults = rows[rows.kind == "confirm"], rows[rows.kind == "default"]
+    assert handed_out_together(confirm, confirm), "the confirmation ran one run at a time"
+    assert handed_out_together(defaults.iloc[1:], search), "the defaults' second run waited for the search trials"
+    assert (confirm.trial > search.trial.max()).all()
+    out = capsys.readouterr().out
+    assert "confirmed best" in out and "confirmed on nodes" in out
     assert in_flight("noisy") == []
