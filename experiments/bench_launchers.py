@@ -5,7 +5,9 @@ the CPU: a Ray cluster on this machine whose head declares 4 units of the node r
 (or give --address of a real cluster whose nodes declare one unit each). For each seed, an Ax study (the same
 number of trials) with 1 worker, then with 4; reported: each one's best (from its table), the 4-worker best
 over the 1-worker best (the target: within 5%), and the wall time of the 4-worker study over the 1-worker one
-(the target: at most 0.35).
+(the target: at most 0.35), and how busy the workers were: the time the nodes spent running trials (each row's
+``run_started`` to ``run_ended``; a trial measured again counts its last run) over ``workers`` x the wall
+time; what is left is the tuner's serial work (the defaults' first run alone, Ax's proposals) and start-up.
 
     python experiments/bench_launchers.py                      # runs of >= 1 s, 30 trials, 3 seeds
     python experiments/bench_launchers.py --size 20 --trials 4 --seeds 1 --initialization 2   # a try, in a minute
@@ -50,8 +52,10 @@ def tune(address: str, workers: int, seed: int, args: argparse.Namespace, home: 
         raise SystemExit(f"the study failed ({' '.join(command)}):\n{run.stderr[-3000:]}")
     rows = pd.read_csv(home / "outputs" / "synthetic" / name / "trials.csv")
     ok = rows[rows.status == "ok"]
+    ran = rows.dropna(subset=["run_started", "run_ended"]).drop_duplicates(["run_started", "node"])  # not reused
+    running = (pd.to_datetime(ran.run_ended) - pd.to_datetime(ran.run_started)).dt.total_seconds().sum()
     return {"workers": workers, "seed": seed, "trials": len(rows), "failed": int((rows.status != "ok").sum()),
-            "best": float(ok.value.min()), "wall_seconds": wall}
+            "best": float(ok.value.min()), "wall_seconds": wall, "busy": running / (workers * wall)}
 
 
 def main() -> int:
@@ -80,7 +84,8 @@ def main() -> int:
     many = frame[frame.workers == args.workers].set_index("seed")
     compared = pd.DataFrame({"best_1": one.best, f"best_{args.workers}": many.best,
                              "best_ratio": many.best / one.best, "wall_1": one.wall_seconds,
-                             f"wall_{args.workers}": many.wall_seconds, "wall_ratio": many.wall_seconds / one.wall_seconds})
+                             f"wall_{args.workers}": many.wall_seconds, "wall_ratio": many.wall_seconds / one.wall_seconds,
+                             "busy_1": one.busy, f"busy_{args.workers}": many.busy})
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     frame.to_csv(args.out / f"raw-{stamp}.csv", index=False)

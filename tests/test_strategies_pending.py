@@ -55,3 +55,14 @@ def test_ax_proposes_while_trials_are_pending_and_waits_at_the_end_of_its_initia
     ax.tell(first[2], 1.0)
     ax.tell(more, 1.5)
     assert not any(ax.pending.values())
+
+
+def test_ax_goes_on_proposing_after_a_trial_measured_several_times_beside_single_runs():
+    """A trial measured again comes with a standard error, the others without; Ax's model cannot fit such a mix
+    ("Input data contains NaN values"), and a study whose Ax stopped proposing ended short of its trials."""
+    ax = strategy("ax", initialization_trials=3, threads=1)
+    first = asks(ax, 3)
+    ax.tell(first[0], 3.0)
+    ax.tell(first[1], 2.0, 0.0)  # measured three times, the same each time (the synthetic workload)
+    ax.tell(first[2], 2.5)
+    assert all(point is not None for point in asks(ax, 2)) and ax.proposed_by == "MBM"

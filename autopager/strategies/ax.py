@@ -12,8 +12,10 @@ BoTorch step conditions its acquisition on them). When Ax will not propose while
 initialization budget drawn, too few of those trials observed yet), ``ask`` returns None until one is told.
 A failed trial (a crash, a timeout, the out-of-memory killer) is given to Ax as the worst value seen so far:
 marked failed, it taught Ax's model nothing, and the model kept proposing the same point. A capped trial comes
-as the study's bound, worse than the incumbent; a trial measured several times as its mean and standard error
-(Ax's ``(mean, sem)`` outcome), so the model knows how sure each point is. ``modelled_best`` is Ax's best point
+as the study's bound, worse than the incumbent; a trial measured several times as the mean of its runs. Its
+standard error is not given: Ax's model cannot fit outcomes with a standard error beside outcomes without one (the
+single runs; "Input data contains NaN values", and Ax proposes nothing more), so it infers one noise level for all.
+``modelled_best`` is Ax's best point
 by its model's prediction (``Client.get_best_parameterization``), which the summary shows beside the best measured.
 
 The generation strategy is Ax's default (``Client.configure_generation_strategy``'s: Sobol, then the modular
@@ -171,12 +173,11 @@ class AxStrategy(Strategy):
                 return  # e.g. the defaults, outside a narrowed space: Ax's model cannot place it
             index = self.client.attach_trial(parameters=self.to_point(params))
         if value is None and self.losses:
-            value, sem = self.loss(max(self.losses)), None  # the worst so far, back in the metric's direction
+            value = self.loss(max(self.losses))  # the worst so far, back in the metric's direction
         if value is None:
             self.client.mark_trial_failed(trial_index=index, failed_reason="the run failed")
         else:
-            outcome = float(value) if sem is None else (float(value), float(sem))
-            self.client.complete_trial(trial_index=index, raw_data={OBJECTIVE: outcome})
+            self.client.complete_trial(trial_index=index, raw_data={OBJECTIVE: float(value)})
 
     def modelled_best(self) -> tuple[Params, float, float | None] | None:
         if self.client is None or self.generation is None:
