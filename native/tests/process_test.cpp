@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -209,6 +210,14 @@ TEST(Signals, PagerThreadsBlockAsynchronousSignalsOnly) {
   Pager pager(config);
   const std::vector<std::pair<std::string, std::size_t>> kinds = {
       {"ap-filler", 2}, {"ap-evictor", 2}, {"ap-monitor", 1}};
+  // A thread glibc has just created blocks every signal until it has set its own mask: wait for that.
+  auto settled = [&] {
+    for (const auto& [name, count] : kinds)
+      for (std::uint64_t mask : blocked_signals_of_threads(name))
+        if (blocks(mask, SIGSEGV)) return false;
+    return true;
+  };
+  for (int waits = 0; waits < 5000 && !settled(); ++waits) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   for (const auto& [name, count] : kinds) {
     std::vector<std::uint64_t> masks = blocked_signals_of_threads(name);
     ASSERT_EQ(masks.size(), count) << name;
