@@ -46,11 +46,13 @@ def status_of(result: Measurement) -> Status:
 
 def trial_row(trial: int, kind: Kind, params: Params, result: Measurement, limit: float,
               proposal: Proposal, confirms: int | None = None) -> dict[str, Any]:
-    """The table's row of a finished measurement; ``seconds`` counts from when the trial was asked for."""
+    """The table's row of a finished measurement; ``seconds`` counts from when the trial was asked for. A defaults'
+    run that leaves the page size to the pager records the one it chose, as the point strategies are told of."""
     stats = result.pager_stats or {}
+    chosen = {"page_size": stats.get("pager_page_size")} if kind is Kind.DEFAULT and "page_size" not in params else {}
     return {
         "trial": trial, "kind": kind, "status": status_of(result), "value": result.value,
-        **{name: params.get(name) for name in PARAMETERS},
+        **{name: params.get(name) for name in PARAMETERS}, **chosen,
         "repeats": format_runs(result.values), "wall_seconds": result.wall_seconds,
         "seconds": time.perf_counter() - proposal.begin, "timeout": limit, "exit_code": result.exit_code,
         "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,

@@ -16,7 +16,7 @@ import numpy as np
 from autopager import _native
 from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_file_array,
                              plan_scratch_array)
-from autopager.params import PARAMETERS, parse_size
+from autopager.params import ENV_VARS, PARAMETERS, parse_size
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -225,7 +225,9 @@ def resolve_parameters(profile: Optional[ProfileLike], params: Mapping[str, Any]
 
 def native_config(params: Mapping[str, Any]) -> _native.Config:
     """The environment's configuration (UMAP_*) overridden by `params`. buffer_size is in bytes; when
-    only page_size changes, the buffer keeps its size in bytes. Raises ValueError naming a bad value."""
+    only page_size changes, the buffer keeps its size in bytes; when only buffer_size changes and no page
+    size is given (page_size, UMAP_PAGESIZE), the page size is the pager's choice for that buffer
+    (_native.page_size_for_buffer). Raises ValueError naming a bad value."""
     config = _native.Config.from_environment()
     buffer_bytes = config.buffer_pages * config.page_size
     if "page_size" in params:
@@ -235,12 +237,19 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
             setattr(config, name, _count(name, params[name]))
     if "buffer_size" in params:
         buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
+        if "page_size" not in params and not _page_size_in_environment():
+            config.page_size = _native.page_size_for_buffer(buffer_bytes)
     config.buffer_pages = buffer_bytes // config.page_size
     if config.buffer_pages == 0:
         raise ValueError(f"buffer_size={buffer_bytes} bytes is less than one page (page_size={config.page_size}); "
                          f"give a buffer of at least one page")
     config.validate()
     return config
+
+
+def _page_size_in_environment() -> bool:
+    # As the pager reads it: set to a number other than 0 (from_environment has refused any other text).
+    return int(os.environ.get(ENV_VARS["page_size"], "").strip() or 0) != 0
 
 
 def _profile_parameters(profile: ProfileLike) -> Mapping[str, Any]:

@@ -8,12 +8,14 @@ from typing import Any
 
 PREFIX = "autopager stats: "
 ENVIRONMENT = {"UMAP_PRINT_STATS": "1"}
-COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us")  # in the study table
+COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us",  # in the study table
+           "pager_page_size")
 
 
 def pager_stats(stderr: str) -> dict[str, float] | None:
     """The table's statistics (faults, bytes read and written, evictions, mean fault service time in
-    microseconds) summed over the stats lines in ``stderr``; None if it has none."""
+    microseconds) summed over the stats lines in ``stderr``, and the page size the pager that took the most
+    faults used (a run without UMAP_PAGESIZE, the defaults', shows what the pager chose); None if it has none."""
     blocks = []
     for line in stderr.splitlines():
         if line.startswith(PREFIX):
@@ -32,8 +34,11 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
     faults_of = [float(block.get("read_faults") or 0) + float(block.get("write_faults") or 0) for block in blocks]
     faults = sum(faults_of)
     service = sum(n * float(block.get("fault_service_mean_us") or 0) for n, block in zip(faults_of, blocks))
+    busiest = max(range(len(blocks)), key=faults_of.__getitem__)
+    page_size = blocks[busiest].get("page_size")
     return {"faults": faults, "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
-            "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0}
+            "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
+            "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None}
 
 
 def without_stats(stderr: str) -> str:

@@ -55,7 +55,9 @@ def system_page_size() -> int:
 
 
 def to_environment(params: Mapping[str, Any]) -> dict[str, str]:
-    """UMAP_* variables for `params`. buffer_size is in bytes here and becomes pages of page_size."""
+    """UMAP_* variables for `params`. buffer_size is in bytes here and becomes pages of page_size; without
+    page_size, system pages, which the pager counts UMAP_BUFSIZE in when UMAP_PAGESIZE is not set (it keeps
+    those bytes and chooses the page size for them)."""
     unknown = set(params) - set(ENV_VARS)
     if unknown:
         raise ValueError(f"unknown paging parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")

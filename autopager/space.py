@@ -111,6 +111,13 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
     return Dimension(name, tuple(parse_value(name, v) for v in range(low, high + 1, step)))
 
 
+def pager_page_size(buffer_size: int | None) -> int:
+    """The page size the pager chooses when none is given, for a buffer of ``buffer_size`` bytes (None: its default)."""
+    from autopager import _native  # the pager's own rule (Config.defaults, page_size_for_buffer)
+
+    return _native.page_size_for_buffer(buffer_size) if buffer_size else _native.Config.defaults().page_size
+
+
 class Space:
     """The searched dimensions and fixed values over all parameters (unnamed ones at ``defaults``)."""
 
@@ -218,8 +225,12 @@ class Space:
                 return params
 
     def start(self) -> Params:
-        """The defaults moved into the space: the nearest sampled value of each searched parameter."""
-        params = self.complete({n: d.nearest(self.defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
+        """The defaults moved into the space: the nearest sampled value of each searched parameter (for a page
+        size the defaults leave to the pager, the one it chooses for the buffer)."""
+        defaults = dict(self.defaults)
+        if "page_size" in self.dimensions and "page_size" not in defaults:
+            defaults["page_size"] = pager_page_size(defaults.get("buffer_size"))
+        params = self.complete({n: d.nearest(defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
         if not self.feasible(params):
             pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]
             params[LOW], params[HIGH] = min(

@@ -85,6 +85,12 @@ def identity(config: Mapping[str, Any], key: str) -> Any:
     return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
 
 
+def defaults_pages(default: Mapping[str, Any]) -> str:
+    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given)."""
+    size = default.get("page_size") or default.get("pager_page_size")
+    return f", pages of {format_size(size)}" if size else ""
+
+
 def default_name(strategy: str, space: str, size: Any, buffer_size: int | None = None, repeats: int = 1) -> str:
     """<strategy>[-<space>][-size<size>][-buf<buffer>][-x<repeats>]: what tells studies of a workload apart."""
     parts = ([strategy] + ([] if space == "default" else [space]) + ([] if size is None else [f"size{size}"])
@@ -524,7 +530,8 @@ class Study:
                                    f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
                  ("parameters", show_params(row_params(best))),
                  ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
-                                           f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)})")]
+                                           f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)}"
+                                           f"{defaults_pages(default)})")]
         modelled = strategy.modelled_best()
         if modelled is not None:
             params, mean, sem = modelled

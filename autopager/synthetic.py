@@ -57,7 +57,7 @@ def main() -> int:
     time.sleep(seconds)
     if os.environ.get("UMAP_PRINT_STATS", "0") not in ("", "0"):
         faults = (64 << 20) // setting("UMAP_PAGESIZE")
-        print("autopager stats: " + json.dumps({"read_faults": faults, "write_faults": 0, "bytes_read": 64 << 20,
+        print("autopager stats: " + json.dumps({"page_size": setting("UMAP_PAGESIZE"), "read_faults": faults, "write_faults": 0, "bytes_read": 64 << 20,
                                                 "bytes_written": 0, "evictions": 0,
                                                 "fault_service_mean_us": seconds * 1e6 / faults}), file=sys.stderr)
     print(json.dumps({"metric": "seconds", "value": seconds, "goal": "minimize",

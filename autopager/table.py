@@ -48,7 +48,7 @@ class Kind(str, enum.Enum):
         return self.value
 
 
-INTEGERS = ("trial", "exit_code", "reused_from", "confirms", *PARAMETERS)
+INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size", *PARAMETERS)
 NUMBERS = ("value", "wall_seconds", "seconds", "timeout", "ask_seconds", *STATS)
 ENUMS: dict[str, type[enum.Enum]] = {"kind": Kind, "status": Status}
 REQUIRED = ("trial", "kind", "status", "value")

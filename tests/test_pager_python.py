@@ -7,12 +7,15 @@ import numpy as np
 import pytest
 
 import autopager
+from autopager import _native
+from autopager.pager import native_config
+from autopager.params import parse_size
 from pager_support import requires_userfaultfd, run_python
 
 
 pytestmark = requires_userfaultfd
 
-STATS = {"read_faults", "write_faults", "fills", "bytes_read", "evictions", "write_backs", "bytes_written",
+STATS = {"page_size", "read_faults", "write_faults", "fills", "bytes_read", "evictions", "write_backs", "bytes_written",
          "write_errors", "read_errors", "resident_pages", "dirty_pages", "fault_service_mean_us", "fault_service_p99_us"}
 
 
@@ -80,7 +83,35 @@ def test_arrays_without_parameters_share_the_default_pager(path):
     a = autopager.memmap(path, dtype=np.float32, mode="r")
     b = autopager.memmap(path, dtype=np.float32, mode="c")
     assert a.region.pager is b.region.pager
-    assert autopager.default_pager().config["page_size"] == os.sysconf("SC_PAGE_SIZE")
+    config = autopager.default_pager().config
+    # the page chosen for the default buffer, of which the buffer keeps the whole pages
+    pages, page = config["buffer_size"] // config["page_size"], config["page_size"]
+    assert _native.page_size_for_buffer(pages * page) <= page <= _native.page_size_for_buffer(pages * page + page - 1)
+    assert autopager.default_pager().stats()["page_size"] == page
+
+
+def test_a_buffer_without_a_page_size_gets_the_pagers_page_for_it(monkeypatch):
+    monkeypatch.delenv("UMAP_PAGESIZE", raising=False)
+    system = os.sysconf("SC_PAGE_SIZE")
+    for buffer_size, page_size in (("64KiB", system), ("8MiB", max(system, 8192)), ("64MiB", max(system, 65536)),
+                                   ("1GiB", 1 << 20), ("4GiB", 1 << 20)):
+        config = native_config({"buffer_size": buffer_size})
+        assert config.page_size == page_size and config.buffer_bytes() == parse_size(buffer_size)
+    config = native_config({"buffer_size": "8MiB", "page_size": "64KiB"})  # a page size given wins
+    assert config.page_size == 65536 and config.buffer_pages == 128
+    monkeypatch.setenv("UMAP_PAGESIZE", str(system))  # so does one in the environment: UMap's 4 KiB pages
+    config = native_config({"buffer_size": "1GiB"})
+    assert config.page_size == system and config.buffer_bytes() == 1 << 30
+
+
+def test_umap_bufsize_without_a_page_size_counts_system_pages(path):
+    script = ("import autopager; p = autopager.default_pager(); "
+              "print(p.config['page_size'], p.config['buffer_size'])")
+    system = os.sysconf("SC_PAGE_SIZE")
+    result = run_python(script, path.parent, env={"UMAP_BUFSIZE": str((256 << 20) // system)})
+    assert result.stdout.split() == [str(max(system, 256 << 10)), str(256 << 20)], result.stderr
+    result = run_python(script, path.parent, env={"UMAP_BUFSIZE": "1000", "UMAP_PAGESIZE": str(system)})
+    assert result.stdout.split() == [str(system), str(1000 * system)], result.stderr
 
 
 def test_the_environment_configures_the_default_pager(path):

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -18,6 +19,10 @@ constexpr std::uint64_t kMaxThreads = 1024;
 constexpr std::uint64_t kMaxFaultEvents = 4096;
 constexpr std::uint64_t kMaxReadAhead = 1 << 20;
 constexpr std::uint64_t kMaxPageSize = 1ull << 30;
+// Bounds of the page size chosen from the buffer: a buffer of at least this many pages, and pages of at
+// most 1 MiB (larger pages were no faster in memory and cost more per random fault; issue 13).
+constexpr std::uint64_t kDefaultBufferPages = 1024;
+constexpr std::uint64_t kMostDefaultPageSize = 1ull << 20;
 constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 
 struct Parameter {
@@ -44,10 +49,7 @@ std::uint64_t physical_memory() {
 
 std::uint64_t max_buffer_pages(std::size_t page_size) { return physical_memory() / page_size; }
 
-std::uint64_t default_buffer_pages(std::size_t page_size) {
-  std::uint64_t pages = usable_memory() / 10 * 8 / page_size;
-  return pages > 0 ? pages : 1;
-}
+std::uint64_t default_buffer_bytes() { return usable_memory() / 10 * 8; }
 
 [[noreturn]] void refuse(const Parameter& p, std::uint64_t value, const std::string& why, const std::string& allowed) {
   std::ostringstream out;
@@ -116,12 +118,20 @@ unsigned hardware_threads() {
   return n > 0 ? n : 1;
 }
 
+std::size_t page_size_for_buffer(std::uint64_t buffer_bytes) {
+  const std::uint64_t sys = system_page_size();
+  std::uint64_t page = sys;
+  while (page * 2 <= kMostDefaultPageSize && page * 2 <= buffer_bytes / kDefaultBufferPages) page *= 2;
+  return static_cast<std::size_t>(page);
+}
+
 Config Config::defaults() {
   Config c;
-  c.page_size = system_page_size();
+  const std::uint64_t buffer_bytes = default_buffer_bytes();
+  c.page_size = page_size_for_buffer(buffer_bytes);
   c.fillers = hardware_threads();
   c.evictors = hardware_threads();
-  c.buffer_pages = default_buffer_pages(c.page_size);
+  c.buffer_pages = std::max<std::uint64_t>(buffer_bytes / c.page_size, 1);
   c.evict_high_water = 90;
   c.evict_low_water = 70;
   c.read_ahead = 0;
@@ -131,12 +141,25 @@ Config Config::defaults() {
 
 Config Config::from_environment(const Config& base) {
   Config c = base;
-  read_env_into(kPageSize, &c.page_size);
+  std::uint64_t page_size = 0, buffer_pages = 0;
+  read_env_into(kPageSize, &page_size);
+  read_env_into(kBuffer, &buffer_pages);
+  if (page_size != 0) {
+    // The buffer given in pages of this page size, else base's buffer in bytes.
+    c.page_size = page_size;
+    c.buffer_pages = buffer_pages != 0 ? buffer_pages : std::max<std::uint64_t>(base.buffer_bytes() / page_size, 1);
+  } else if (buffer_pages != 0) {
+    // As UMap, UMAP_BUFSIZE without UMAP_PAGESIZE counts system pages: keep those bytes, in the pages
+    // chosen for them.
+    if (buffer_pages > max_buffer_pages(system_page_size()))
+      refuse(kBuffer, buffer_pages, "larger than physical memory",
+             "at most " + std::to_string(max_buffer_pages(system_page_size())) + " system pages");
+    const std::uint64_t bytes = buffer_pages * system_page_size();
+    c.page_size = page_size_for_buffer(bytes);
+    c.buffer_pages = bytes / c.page_size;
+  }
   read_env_into(kFillers, &c.fillers);
   read_env_into(kEvictors, &c.evictors);
-  const char* buffer_text = std::getenv(kBuffer.env);
-  bool buffer_given = buffer_text != nullptr && std::strtoull(buffer_text, nullptr, 10) != 0;
-  read_env_into(kBuffer, &c.buffer_pages);
   read_env_into(kHighWater, &c.evict_high_water);
   read_env_into(kLowWater, &c.evict_low_water);
   read_env_into(kReadAhead, &c.read_ahead);
@@ -144,11 +167,6 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kFaultEvents, &c.max_fault_events);
   read_env_into(kMonitor, &c.monitor_interval);
   read_log_level(&c.log_level);
-  // A default buffer is a number of bytes: keep it when only the page size changes.
-  if (!buffer_given && c.page_size != base.page_size && c.page_size > 0 && base.page_size > 0) {
-    std::uint64_t pages = base.buffer_pages * base.page_size / c.page_size;
-    c.buffer_pages = pages > 0 ? pages : 1;
-  }
   c.validate();
   return c;
 }

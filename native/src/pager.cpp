@@ -210,7 +210,11 @@ class PagerImpl {
     }
   }
 
-  Stats stats() const { return stats_.snapshot(buffer_.resident()); }
+  Stats stats() const {
+    Stats s = stats_.snapshot(buffer_.resident());
+    s.page_size = config_.page_size;
+    return s;
+  }
   const Config& config() const { return config_; }
   bool has_write_protect() const { return uffd_.has_write_protect(); }
   const RegionTable& regions() const { return regions_; }

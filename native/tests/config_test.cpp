@@ -44,7 +44,7 @@ std::string env_refusal(const char* name, const char* value) {
 TEST(Config, DefaultsAreValidAndFollowTheDesign) {
   Config c = Config::defaults();
   EXPECT_NO_THROW(c.validate());
-  EXPECT_EQ(c.page_size, system_page_size());
+  EXPECT_EQ(c.page_size, page_size_for_buffer(c.buffer_bytes()));
   EXPECT_EQ(c.fillers, hardware_threads());
   EXPECT_EQ(c.evictors, hardware_threads());
   EXPECT_EQ(c.max_fault_events, hardware_threads());
@@ -80,7 +80,71 @@ TEST(Config, DefaultBufferKeepsItsBytesWhenOnlyThePageSizeChanges) {
   env.set("UMAP_PAGESIZE", std::to_string(system_page_size() * 16).c_str());
   Config base = Config::defaults();
   Config c = Config::from_environment(base);
-  EXPECT_EQ(c.buffer_pages, base.buffer_pages / 16);
+  EXPECT_EQ(c.page_size, system_page_size() * 16);
+  EXPECT_EQ(c.buffer_pages, base.buffer_bytes() / c.page_size);
+}
+
+TEST(Config, PageSizeForBufferHoldsAThousandPagesUpToOneMiB) {
+  const std::size_t sys = system_page_size();
+  const std::uint64_t MiB = 1 << 20;
+  EXPECT_EQ(page_size_for_buffer(0), sys);
+  EXPECT_EQ(page_size_for_buffer(sys), sys);
+  EXPECT_EQ(page_size_for_buffer(1024 * sys - 1), sys);
+  EXPECT_EQ(page_size_for_buffer(8 * MiB), std::max<std::size_t>(sys, 8 << 10));
+  EXPECT_EQ(page_size_for_buffer(8 * MiB - 1), std::max<std::size_t>(sys, 4 << 10));
+  EXPECT_EQ(page_size_for_buffer(64 * MiB), std::max<std::size_t>(sys, 64 << 10));
+  EXPECT_EQ(page_size_for_buffer(100 * MiB), std::max<std::size_t>(sys, 64 << 10));  // 100 KiB: not a power of two
+  EXPECT_EQ(page_size_for_buffer(1024 * MiB), MiB);
+  EXPECT_EQ(page_size_for_buffer(64ull << 30), MiB);  // at most 1 MiB, however large the buffer
+  for (std::uint64_t bytes = sys; bytes < (4ull << 30); bytes = bytes * 3 + 1) {
+    std::size_t page = page_size_for_buffer(bytes);
+    EXPECT_EQ(page & (page - 1), 0u) << bytes;
+    EXPECT_EQ(page % sys, 0u) << bytes;
+    EXPECT_TRUE(page == sys || bytes / page >= 1024) << bytes;
+    EXPECT_TRUE(page == MiB || bytes / page < 2048) << bytes;  // the largest such power of two
+  }
+}
+
+TEST(Config, BufferInSystemPagesWithoutAPageSizeKeepsItsBytes) {
+  EnvGuard env;
+  const std::uint64_t sys = system_page_size();
+  // UMap counts UMAP_BUFSIZE in its default pages (the system page) when no page size is given.
+  const std::uint64_t MiB = 1 << 20;
+  for (std::uint64_t pages : {std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{2048}, 64 * MiB / sys,
+                              1024 * MiB / sys, 1024 * MiB / sys + 3}) {
+    env.set("UMAP_BUFSIZE", std::to_string(pages).c_str());
+    Config c = Config::from_environment();
+    EXPECT_EQ(c.page_size, page_size_for_buffer(pages * sys)) << pages;
+    EXPECT_EQ(c.buffer_pages, pages * sys / c.page_size) << pages;  // the whole pages of those bytes
+    EXPECT_GT(c.buffer_bytes() + c.page_size, pages * sys) << pages;
+  }
+  env.set("UMAP_BUFSIZE", std::to_string(1024 * MiB / sys).c_str());
+  EXPECT_EQ(Config::from_environment().page_size, std::size_t{1} << 20);
+  EXPECT_EQ(Config::from_environment().buffer_pages, 1024u);
+}
+
+TEST(Config, PageSizeOfTheSystemReproducesUMapsDefaults) {
+  EnvGuard env;
+  const std::size_t sys = system_page_size();
+  env.set("UMAP_PAGESIZE", std::to_string(sys).c_str());
+  env.set("UMAP_READ_AHEAD", "0");
+  Config base = Config::defaults();
+  base.page_size = std::size_t{1} << 20;
+  base.buffer_pages = 300;
+  Config c = Config::from_environment(base);
+  EXPECT_EQ(c.page_size, sys);
+  EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_EQ(c.buffer_bytes(), 300u << 20);  // the default buffer's bytes, in system pages
+  env.set("UMAP_BUFSIZE", "1000");  // with a page size, UMAP_BUFSIZE is in pages of it, as in UMap
+  c = Config::from_environment(base);
+  EXPECT_EQ(c.page_size, sys);
+  EXPECT_EQ(c.buffer_pages, 1000u);
+}
+
+TEST(Config, RefusesABufferInSystemPagesLargerThanMemory) {
+  std::string why = env_refusal("UMAP_BUFSIZE", "18446744073709551615");
+  EXPECT_NE(why.find("UMAP_BUFSIZE"), std::string::npos) << why;
+  EXPECT_NE(why.find("larger than physical memory"), std::string::npos) << why;
 }
 
 TEST(Config, RefusesWhatIsNotANumber) {
@@ -112,6 +176,7 @@ TEST(Config, ZeroMeansTheDefaultAsInUMap) {
                            "UMAP_MAX_FAULT_EVENTS", "UMAP_MONITOR_FREQ"})
     env.set(name, "0");
   Config base = Config::defaults();
+  base.page_size = system_page_size() * 2;
   base.buffer_pages = 1234;
   Config c = Config::from_environment(base);
   EXPECT_EQ(c.page_size, base.page_size);

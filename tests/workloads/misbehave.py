@@ -8,12 +8,12 @@ import json
 import math
 import os
 import sys
-
-if os.environ.get("UMAP_PRINT_STATS"):
-    print('autopager stats: {"read_faults": 10, "write_faults": 0, "bytes_read": 40960}', file=sys.stderr)
 import time
 
-page_size = int(os.environ.get("UMAP_PAGESIZE", "4096"))
+page_size = int(os.environ.get("UMAP_PAGESIZE", "4096"))  # its pager's choice without one
+if os.environ.get("UMAP_PRINT_STATS"):
+    print("autopager stats: " + json.dumps({"page_size": page_size, "read_faults": 10, "write_faults": 0,
+                                            "bytes_read": 40960}), file=sys.stderr)
 kib = page_size >> 10
 if kib == 8:
     print("about to crash", file=sys.stderr, flush=True)

@@ -23,7 +23,7 @@ enum class LogLevel : unsigned {
 };
 
 struct Config {
-  std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page
+  std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page (page_size_for_buffer)
   unsigned fillers = 0;             // threads reading pages from stores
   unsigned evictors = 0;            // threads writing back and evicting
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
@@ -34,11 +34,14 @@ struct Config {
   unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
   LogLevel log_level = LogLevel::kWarning;
 
-  // System page, hardware threads, 80% of the memory this process can still use: available memory,
-  // bounded by its memory cgroup's limit less the cgroup's usage.
+  // A buffer of 80% of the memory this process can still use (available memory, bounded by its memory
+  // cgroup's limit less the cgroup's usage) in pages of page_size_for_buffer(those bytes); hardware threads.
   static Config defaults();
   // `base` overridden by every UMAP_* variable that is set. As in UMap, a variable set to 0 keeps
-  // `base`'s value. Throws ConfigError on a bad value.
+  // `base`'s value. The buffer: UMAP_BUFSIZE pages of UMAP_PAGESIZE when both are set; base's buffer
+  // bytes in pages of UMAP_PAGESIZE when only that is set; UMAP_BUFSIZE system pages (UMap's unit when
+  // it has no page size) in pages of page_size_for_buffer(those bytes) when only UMAP_BUFSIZE is set.
+  // Throws ConfigError on a bad value.
   static Config from_environment(const Config& base = defaults());
   // Throws ConfigError when a value is out of range or inconsistent.
   void validate() const;
@@ -48,6 +51,9 @@ struct Config {
 };
 
 std::size_t system_page_size();
+// The page size used when none is given (UMAP_PAGESIZE, page_size=): the largest power of two not above
+// buffer_bytes / 1024, so that the buffer holds about 1024 pages or more, within [system page, 1 MiB].
+std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
 unsigned hardware_threads();
 

@@ -24,6 +24,7 @@ namespace {
 
 py::dict stats_to_dict(const Stats& stats) {
   py::dict out;
+  out["page_size"] = stats.page_size;
   out["read_faults"] = stats.read_faults;
   out["write_faults"] = stats.write_faults;
   out["fills"] = stats.fills;
@@ -70,7 +71,7 @@ std::shared_ptr<Store> multi_file_store(const std::vector<std::tuple<std::string
 void bind_config(py::module_& m) {
   py::class_<Config>(m, "Config", "Paging parameters of one pager (see DESIGN.md); buffer in pages.")
       .def(py::init<>())
-      .def_static("defaults", &Config::defaults, "System page, hardware threads, 80% of the memory this process can use (within its memory cgroup).")
+      .def_static("defaults", &Config::defaults, "A buffer of 80% of the memory this process can use (within its memory cgroup) in pages of page_size_for_buffer(its bytes); hardware threads.")
       .def_static("from_environment", [] { return Config::from_environment(); },
                   "The defaults overridden by every UMAP_* variable that is set (ValueError on a bad one).")
       .def_readwrite("page_size", &Config::page_size)
@@ -146,6 +147,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("version", [] { return std::string(version()); });
   m.def("read_path", [] { return std::string(read_path()); });
   m.def("system_page_size", &system_page_size);
+  m.def("page_size_for_buffer", &page_size_for_buffer, py::arg("buffer_bytes"),
+        "The page size a pager uses when none is given: the largest power of two not above buffer_bytes / 1024, "
+        "within [system page, 1 MiB].");
   m.def("hardware_threads", &hardware_threads);
   bind_config(m);
   bind_stores(m);
