@@ -21,7 +21,7 @@
 
 #include "buffer.hpp"
 #include "evict.hpp"
-#include "fill.hpp"
+#include "filler_pool.hpp"
 #include "monitor.hpp"
 #include "paging.hpp"
 #include "region_table.hpp"

@@ -1,0 +1,185 @@
+#include "filler.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+
+#include "filler_pool.hpp"
+
+namespace autopager {
+namespace {
+
+// Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead. Their
+// staging buffers are memory beyond the buffer's, so all fillers' together stay within a quarter of
+// the buffer (and 8 MiB a filler): a program run in a memory limit sized for its buffer still fits.
+unsigned ring_slots(const Config& config) {
+  constexpr std::size_t kMostStagingBytes = 8u << 20;
+  constexpr std::size_t kMostSlots = 64;
+  std::size_t staging = std::min(kMostStagingBytes, config.buffer_bytes() / 4 / config.fillers);
+  return static_cast<unsigned>(std::clamp<std::size_t>(staging / config.page_size, 1, kMostSlots));
+}
+
+std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace
+
+Filler::AlignedBuffer::AlignedBuffer(std::size_t size) {
+  if (posix_memalign(&data, system_page_size(), size) != 0) throw std::bad_alloc();
+}
+
+Filler::AlignedBuffer::~AlignedBuffer() { std::free(data); }
+
+Filler::Filler(FillerPool& pool, const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
+               StatsCounters& stats, int stop_event)
+    : pool_(pool),
+      uffd_(uffd),
+      paging_(paging),
+      regions_(regions),
+      stats_(stats),
+      stop_event_(stop_event),
+      reads_(ring_slots(config), config.page_size, stop_event),
+      pending_(ring_slots(config)),
+      in_place_(config.page_size),
+      messages_(config.max_fault_events) {}
+
+Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, bool wait) {
+  pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
+  for (;;) {
+    ssize_t n = read(uffd_.fd(), messages_.data(), messages_.size() * sizeof(uffd_msg));
+    if (n > 0) {
+      auto now = std::chrono::steady_clock::now();
+      faults.clear();
+      for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); ++i) {
+        if (messages_[i].event != UFFD_EVENT_PAGEFAULT) continue;
+        const pid_t thread = uffd_.has_thread_id() ? static_cast<pid_t>(messages_[i].arg.pagefault.feat.ptid) : 0;
+        faults.push_back({static_cast<std::uintptr_t>(messages_[i].arg.pagefault.address),
+                          messages_[i].arg.pagefault.flags, thread, now});
+      }
+      if (!faults.empty()) return ReadResult::kFaults;
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) return ReadResult::kStopped;
+    if (!wait) return ReadResult::kNothing;
+    if (reads_.available()) {
+      // One sleep for whichever comes first: a fault, a read of this filler completing, the stop.
+      if (collect(true, true)) return ReadResult::kStopped;
+      if (!events_.reads.empty()) return ReadResult::kNothing;
+      continue;
+    }
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) return ReadResult::kStopped;
+    if (fds[1].revents != 0) return ReadResult::kStopped;
+  }
+}
+
+bool Filler::start_fault(const Fault& fault, bool may_block) {
+  const void* address = reinterpret_cast<const void*>(fault.address);
+  RegionPtr region = regions_.find(address);
+  if (!region) return true;  // unmapped meanwhile: the faulting access is the program's own error
+  std::uint64_t page = region->page_of(address);
+  if (fault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+    StatsCounters::add(stats_.write_faults);
+    paging_.resolve_write(*region, page);
+    record_service(fault.read_at);
+    return true;
+  }
+  const FillRequest request{(fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0, true, fault.thread};
+  Start how = queue_fill(region, page, request, fault.read_at);
+  if (how == Start::kInPlace && !may_block) return false;
+  StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
+  pool_.queue_read_ahead(region, page);
+  if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
+  if (how == Start::kInPlace) fill_in_place(region, page, request);
+  else wake_unless_filling(*region, page);
+  record_service(fault.read_at);
+  return true;
+}
+
+bool Filler::start_speculative(const PageRef& page, bool may_block) {
+  if (page.region->state(page.page) != PageState::kAbsent) return true;
+  const FillRequest request{false, false, 0};
+  Start how = queue_fill(page.region, page.page, request, std::chrono::steady_clock::now());
+  if (how != Start::kInPlace) return true;
+  if (!may_block) return false;
+  paging_.fill(page.region, page.page, request, in_place_buffer());
+  return true;
+}
+
+Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
+                                 std::chrono::steady_clock::time_point read_at) {
+  if (!reads_.has_free_slot()) return Start::kInPlace;
+  unsigned slot = reads_.acquire();
+  Store::FileExtent extent{};
+  if (!region->store->locate(reads_.buffer(slot), region->page_size, region->page_offset(page), extent)) {
+    reads_.release(slot);
+    return Start::kInPlace;
+  }
+  // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
+  if (paging_.claim(*region, page, request, [&] { return reserve_slot(); }) != Paging::Claim::kClaimed) {
+    reads_.release(slot);
+    return Start::kNotNeeded;
+  }
+  pending_[slot] = PendingRead{region, page, request, read_at, extent.length};
+  reads_.read(slot, extent.fd, extent.offset, extent.length);
+  return Start::kQueued;
+}
+
+void Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
+  auto fill_start = std::chrono::steady_clock::now();
+  if (paging_.fill(region, page, request, in_place_buffer())) pool_.record_fill_time(nanoseconds_since(fill_start));
+  else wake_unless_filling(*region, page);
+}
+
+bool Filler::reserve_slot() {
+  while (!paging_.try_reserve_slot()) {
+    if (!reads_.in_flight()) return paging_.reserve_slot();
+    collect(true, false);
+  }
+  return true;
+}
+
+bool Filler::collect(bool wait, bool watch_faults) {
+  reads_.collect(wait, watch_faults ? uffd_.fd() : -1, events_);
+  for (const ReadQueue::Completion& completion : events_.reads) finish_read(completion);
+  return events_.stop;
+}
+
+void Filler::finish_read(const ReadQueue::Completion& completion) {
+  PendingRead& read = pending_[completion.slot];
+  char* data = reads_.buffer(completion.slot);
+  Store& store = *read.region->store;
+  const std::uint64_t offset = read.region->page_offset(read.page);
+  ssize_t got = completion.result;
+  if (got < 0) {
+    errno = -completion.result;
+    // A fault's read is tried once more, in place; read-ahead leaves the page to a fault.
+    if (read.request.demand) got = Paging::read_store(store, data, read.region->page_size, offset, 1);
+  } else if (static_cast<std::size_t>(got) < read.requested) {
+    // Short: the end of the file, or a read cut short; the store reads the rest (or nothing).
+    ssize_t rest = store.read(data + got, read.requested - got, offset + got);
+    got = rest < 0 ? -1 : got + rest;
+  }
+  paging_.finish(read.region, read.page, read.request, data, got);
+  if (read.request.demand) record_service(read.read_at);
+  else pool_.continue_read_ahead(read.region, read.page);
+  read.region.reset();
+  reads_.release(completion.slot);
+}
+
+// A fault on a page that another read is bringing in waits for that read's copy, which wakes it;
+// waking it now would only make it fault again.
+void Filler::wake_unless_filling(const Region& region, std::uint64_t page) {
+  if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
+}
+
+void Filler::record_service(std::chrono::steady_clock::time_point read_at) {
+  stats_.fault_service.record(nanoseconds_since(read_at));
+}
+
+}  // namespace autopager

@@ -1,0 +1,107 @@
+// One filler: a thread's own ring of asynchronous reads (read_queue.hpp), the reads in flight there,
+// the buffer for reads done in place, and what it does with them: read fault events while it is the
+// fault reader, start a fault's or a speculative page's read, complete its reads. What the fillers
+// share (the queues, the reader role, the wake-ups) is the pool's (filler_pool.hpp), which runs each
+// filler's loop on the filler's thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "autopager/config.hpp"
+#include "paging.hpp"
+#include "read_queue.hpp"
+#include "region_table.hpp"
+#include "stats_counters.hpp"
+#include "uffd.hpp"
+
+namespace autopager {
+
+class FillerPool;
+
+// A fault event read from the userfaultfd.
+struct Fault {
+  std::uintptr_t address;
+  std::uint64_t flags;  // UFFD_PAGEFAULT_FLAG_*
+  pid_t thread;         // the faulting thread, 0 when the kernel does not say
+  std::chrono::steady_clock::time_point read_at;
+};
+
+class Filler {
+ public:
+  enum class ReadResult { kFaults, kNothing, kStopped };
+
+  // Makes the ring and the buffers; throws std::bad_alloc when a buffer cannot be had. Call it on the
+  // filler's own thread: a ring takes submissions only from the thread that made it.
+  Filler(FillerPool& pool, const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
+         StatsCounters& stats, int stop_event);
+  Filler(const Filler&) = delete;
+  Filler& operator=(const Filler&) = delete;
+
+  // Whether a fault or a speculative page can be started now: the ring has room, or reads go in place.
+  bool can_start() const { return !reads_.available() || reads_.has_free_slot(); }
+  bool has_ring() const { return reads_.available(); }
+  bool has_free_slot() const { return reads_.has_free_slot(); }
+  bool has_reads_in_flight() const { return reads_.in_flight(); }
+  unsigned reads_in_flight() const { return reads_.in_flight_count(); }
+  // Hands the reads queued by start_fault and start_speculative to the kernel.
+  void submit() { reads_.submit(); }
+
+  // Reads fault events as the reader; waits for them (serving completed reads meanwhile) when `wait`.
+  ReadResult read_faults(std::vector<Fault>& faults, bool wait);
+  // Serves a fault, or queues its read. False, with nothing done, when it needs a read in place and
+  // `may_block` is false.
+  bool start_fault(const Fault& fault, bool may_block);
+  bool start_speculative(const PageRef& page, bool may_block);
+  // Serves the completed reads; waits for an event when `wait`. True at shutdown.
+  bool collect(bool wait, bool watch_faults);
+
+ private:
+  enum class Start { kQueued, kNotNeeded, kInPlace };
+
+  // A read in flight in the ring, by slot.
+  struct PendingRead {
+    RegionPtr region;
+    std::uint64_t page = 0;
+    FillRequest request;
+    std::chrono::steady_clock::time_point read_at;
+    std::size_t requested = 0;
+  };
+
+  struct AlignedBuffer {
+    explicit AlignedBuffer(std::size_t size);
+    ~AlignedBuffer();
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    void* data = nullptr;
+  };
+
+  Start queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
+                   std::chrono::steady_clock::time_point read_at);
+  void fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
+  // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
+  // False when none can be had (Paging::reserve_slot).
+  bool reserve_slot();
+  void finish_read(const ReadQueue::Completion& completion);
+  void wake_unless_filling(const Region& region, std::uint64_t page);
+  void record_service(std::chrono::steady_clock::time_point read_at);
+  char* in_place_buffer() const { return static_cast<char*>(in_place_.data); }
+
+  FillerPool& pool_;
+  Userfaultfd& uffd_;
+  Paging& paging_;
+  const RegionTable& regions_;
+  StatsCounters& stats_;
+  const int stop_event_;
+  ReadQueue reads_;
+  std::vector<PendingRead> pending_;  // by slot
+  ReadQueue::Events events_;
+  AlignedBuffer in_place_;  // for reads done in place
+  std::vector<uffd_msg> messages_;
+};
+
+}  // namespace autopager

@@ -1,0 +1,81 @@
+// The fillers (filler.hpp) and what they share: the fault reader role, the faults handed on, the
+// queue of speculative pages (read-ahead, prefetch), the wake-ups. The reader role rotates among the
+// fillers (leader/followers): one filler waits on the userfaultfd and reads up to max_fault_events
+// events. The reader queues the reads of every fault it reads, and of their read-ahead, in its own
+// ring and keeps the role while the ring has room, so a burst of faults costs one submission and the
+// reader sleeps once for all of them. Faults whose store must be read in place (a memory store, a
+// store without a file behind it) go as before: the reader keeps a lone one when fills are faster
+// than waking another thread, and otherwise hands the role to an idle filler and the rest of the
+// burst to the others, so a hot region gets more fillers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "autopager/config.hpp"
+#include "filler.hpp"
+#include "paging.hpp"
+#include "region_table.hpp"
+#include "stats_counters.hpp"
+#include "uffd.hpp"
+
+namespace autopager {
+
+class FillerPool {
+ public:
+  // Starts the fillers once each has its buffers and ring; throws std::system_error (ENOMEM, EAGAIN)
+  // when a thread or a buffer cannot be had, with no thread left running.
+  FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
+             StatsCounters& stats);
+  ~FillerPool();
+  FillerPool(const FillerPool&) = delete;
+  FillerPool& operator=(const FillerPool&) = delete;
+
+  void prefetch(PageRef page);
+
+  // For the fillers. The read-ahead of a page a fault reads, queued as its read starts, so that its
+  // following pages are read meanwhile.
+  void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
+  // A read-ahead read completed: the next read of its stream, if it goes on (read_ahead.hpp).
+  void continue_read_ahead(const RegionPtr& region, std::uint64_t page);
+  // How long a demand fill in place took, for the moving average fills_are_fast() reads.
+  void record_fill_time(std::uint64_t ns);
+
+ private:
+  // A filler's loop, on its own thread.
+  void serve();
+  void stop();
+  // A filler's setup (its buffers and ring) ended: `error` is null when it succeeded.
+  void report_setup(std::exception_ptr error);
+  // Runs `self` as the fault reader until the role must go to another filler; false, or true at shutdown.
+  bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<Fault>& batch);
+  bool fills_are_fast() const;
+
+  const Config& config_;
+  Userfaultfd& uffd_;
+  Paging& paging_;
+  const RegionTable& regions_;
+  StatsCounters& stats_;
+  int stop_event_ = -1;
+  std::atomic<std::uint64_t> fill_ns_average_{0};  // moving average of one demand fill
+
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  std::deque<Fault> faults_;
+  std::deque<PageRef> speculative_;
+  bool reader_active_ = false;
+  unsigned idle_fillers_ = 0;
+  bool stopped_ = false;
+  std::condition_variable set_up_;
+  unsigned set_up_count_ = 0;       // fillers whose setup ended
+  std::exception_ptr setup_error_;  // the first setup that failed
+  std::vector<std::thread> fillers_;
+};
+
+}  // namespace autopager
