@@ -49,7 +49,7 @@ Filler::Filler(FillerPool& pool, const Config& config, Userfaultfd& uffd, Paging
       in_place_(config.page_size),
       messages_(config.max_fault_events) {}
 
-Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, bool wait) {
+Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
   pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
   for (;;) {
     ssize_t n = read(uffd_.fd(), messages_.data(), messages_.size() * sizeof(uffd_msg));
@@ -66,10 +66,10 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, bool wait) {
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) return ReadResult::kStopped;
-    if (!wait) return ReadResult::kNothing;
+    if (wait == Wait::kNo) return ReadResult::kNothing;
     if (reads_.available()) {
       // One sleep for whichever comes first: a fault, a read of this filler completing, the stop.
-      if (collect(true, true)) return ReadResult::kStopped;
+      if (collect(Wait::kYes, WatchFaults::kYes)) return ReadResult::kStopped;
       if (!events_.reads.empty()) return ReadResult::kNothing;
       continue;
     }
@@ -78,7 +78,7 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, bool wait) {
   }
 }
 
-bool Filler::start_fault(const Fault& fault, bool may_block) {
+bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   const void* address = reinterpret_cast<const void*>(fault.address);
   RegionPtr region = regions_.find(address);
   if (!region) return true;  // unmapped meanwhile: the faulting access is the program's own error
@@ -89,9 +89,9 @@ bool Filler::start_fault(const Fault& fault, bool may_block) {
     record_service(fault.read_at);
     return true;
   }
-  const FillRequest request{(fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0, true, fault.thread};
+  const FillRequest request = FillRequest::fault((fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
-  if (how == Start::kInPlace && !may_block) return false;
+  if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
   StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
   pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
@@ -101,12 +101,12 @@ bool Filler::start_fault(const Fault& fault, bool may_block) {
   return true;
 }
 
-bool Filler::start_speculative(const PageRef& page, bool may_block) {
+bool Filler::start_speculative(const PageRef& page, MayBlock may_block) {
   if (page.region->state(page.page) != PageState::kAbsent) return true;
-  const FillRequest request{false, false, 0};
+  const FillRequest request = FillRequest::speculative();
   Start how = queue_fill(page.region, page.page, request, std::chrono::steady_clock::now());
   if (how != Start::kInPlace) return true;
-  if (!may_block) return false;
+  if (may_block == MayBlock::kNo) return false;
   paging_.fill(page.region, page.page, request, in_place_buffer());
   return true;
 }
@@ -139,13 +139,13 @@ void Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const Fi
 bool Filler::reserve_slot() {
   while (!paging_.try_reserve_slot()) {
     if (!reads_.in_flight()) return paging_.reserve_slot();
-    collect(true, false);
+    collect(Wait::kYes, WatchFaults::kNo);
   }
   return true;
 }
 
-bool Filler::collect(bool wait, bool watch_faults) {
-  reads_.collect(wait, watch_faults ? uffd_.fd() : -1, events_);
+bool Filler::collect(Wait wait, WatchFaults watch_faults) {
+  reads_.collect(wait, watch_faults == WatchFaults::kYes ? uffd_.fd() : -1, events_);
   for (const ReadQueue::Completion& completion : events_.reads) finish_read(completion);
   return events_.stop;
 }

@@ -23,6 +23,11 @@ namespace autopager {
 
 class FillerPool;
 
+// Whether a fault or a speculative page may be read in place, the filler blocking until it is in.
+enum class MayBlock { kNo, kYes };
+// Whether a wait for the ring's completions also ends when the userfaultfd has fault events.
+enum class WatchFaults { kNo, kYes };
+
 // A fault event read from the userfaultfd.
 struct Fault {
   std::uintptr_t address;
@@ -51,14 +56,14 @@ class Filler {
   // Hands the reads queued by start_fault and start_speculative to the kernel.
   void submit() { reads_.submit(); }
 
-  // Reads fault events as the reader; waits for them (serving completed reads meanwhile) when `wait`.
-  ReadResult read_faults(std::vector<Fault>& faults, bool wait);
+  // Reads fault events as the reader; with Wait::kYes, waits for them (serving completed reads meanwhile).
+  ReadResult read_faults(std::vector<Fault>& faults, Wait wait);
   // Serves a fault, or queues its read. False, with nothing done, when it needs a read in place and
-  // `may_block` is false.
-  bool start_fault(const Fault& fault, bool may_block);
-  bool start_speculative(const PageRef& page, bool may_block);
-  // Serves the completed reads; waits for an event when `wait`. True at shutdown.
-  bool collect(bool wait, bool watch_faults);
+  // `may_block` is MayBlock::kNo.
+  bool start_fault(const Fault& fault, MayBlock may_block);
+  bool start_speculative(const PageRef& page, MayBlock may_block);
+  // Serves the completed reads; with Wait::kYes, waits for an event first. True at shutdown.
+  bool collect(Wait wait, WatchFaults watch_faults);
 
  private:
   enum class Start { kQueued, kNotNeeded, kInPlace };

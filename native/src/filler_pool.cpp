@@ -96,7 +96,7 @@ void FillerPool::serve() {
       Fault fault = faults_.front();
       faults_.pop_front();
       lock.unlock();
-      self.start_fault(fault, true);
+      self.start_fault(fault, MayBlock::kYes);
       lock.lock();
       may_lead = true;
       continue;
@@ -112,14 +112,14 @@ void FillerPool::serve() {
       PageRef page = std::move(speculative_.front());
       speculative_.pop_front();
       lock.unlock();
-      self.start_speculative(page, true);
+      self.start_speculative(page, MayBlock::kYes);
       page.region.reset();
       lock.lock();
       continue;
     }
     if (self.has_reads_in_flight()) {
       lock.unlock();
-      self.collect(true, false);
+      self.collect(Wait::kYes, WatchFaults::kNo);
       lock.lock();
       continue;
     }
@@ -133,14 +133,15 @@ void FillerPool::serve() {
   stopped_ = true;
   idle_.notify_all();
   lock.unlock();
-  while (self.has_reads_in_flight()) self.collect(true, false);
+  while (self.has_reads_in_flight()) self.collect(Wait::kYes, WatchFaults::kNo);
 }
 
 bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<Fault>& batch) {
-  auto hand_on = [&](bool burst) {
+  enum class Wake { kOneFiller, kEveryFiller };
+  auto hand_on = [&](Wake wake) {
     reader_active_ = false;
     if (idle_fillers_ == 0) return;
-    if (burst) idle_.notify_all();
+    if (wake == Wake::kEveryFiller) idle_.notify_all();
     else idle_.notify_one();
   };
   for (;;) {
@@ -149,7 +150,7 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
       PageRef page = std::move(speculative_.front());
       speculative_.pop_front();
       lock.unlock();
-      bool started = self.start_speculative(page, false);
+      bool started = self.start_speculative(page, MayBlock::kNo);
       lock.lock();
       if (!started) {
         speculative_.push_front(std::move(page));
@@ -160,11 +161,11 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
     // and waking the faulting threads) then runs on every core, not in this thread alone.
     const bool busy = self.reads_in_flight() >= kHandOnDepth && idle_fillers_ > 0;
     if (self.has_ring() && (!self.has_free_slot() || busy)) {
-      hand_on(false);
+      hand_on(Wake::kOneFiller);
       return false;
     }
     // Wait on the userfaultfd only when there is no read-ahead to do meanwhile.
-    const bool wait = speculative_.empty();
+    const Wait wait = speculative_.empty() ? Wait::kYes : Wait::kNo;
     lock.unlock();
     Filler::ReadResult result = self.read_faults(batch, wait);
     lock.lock();
@@ -173,26 +174,26 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
       return true;
     }
     if (result == Filler::ReadResult::kNothing) {
-      if (wait) continue;  // reads completed; their slots are free again
-      hand_on(false);      // read-ahead waits that this ring cannot take: do it as a follower
+      if (wait == Wait::kYes) continue;  // reads completed; their slots are free again
+      hand_on(Wake::kOneFiller);         // read-ahead waits that this ring cannot take: do it as a follower
       return false;
     }
     lock.unlock();
     std::size_t in_place = 0;
     for (const Fault& fault : batch)
-      if (!self.start_fault(fault, false)) batch[in_place++] = fault;
+      if (!self.start_fault(fault, MayBlock::kNo)) batch[in_place++] = fault;
     batch.resize(in_place);
     self.submit();
     // Keeping the role for one fast read in place costs less than handing it on.
     const bool keep = batch.empty() || (batch.size() == 1 && fills_are_fast());
-    if (keep && !batch.empty()) self.start_fault(batch.front(), true);
+    if (keep && !batch.empty()) self.start_fault(batch.front(), MayBlock::kYes);
     lock.lock();
     if (keep) continue;
     // Reads in place are slow, or a burst of them: hand the role and the rest of the burst on.
     faults_.insert(faults_.end(), batch.begin() + 1, batch.end());
-    hand_on(batch.size() > 1);
+    hand_on(batch.size() > 1 ? Wake::kEveryFiller : Wake::kOneFiller);
     lock.unlock();
-    self.start_fault(batch.front(), true);
+    self.start_fault(batch.front(), MayBlock::kYes);
     lock.lock();
     return false;
   }

@@ -24,6 +24,9 @@ namespace autopager {
 // Who wants a page: a fault (`demand`, by thread `thread`, 0 when the kernel does not say), or
 // read-ahead and prefetch, whose failures only leave the page absent for a later fault to retry.
 struct FillRequest {
+  static FillRequest fault(bool for_write, pid_t thread) { return FillRequest{for_write, true, thread}; }
+  static FillRequest speculative() { return FillRequest{false, false, 0}; }
+
   bool for_write = false;
   bool demand = true;
   pid_t thread = 0;

@@ -92,7 +92,7 @@ void ReadQueue::submit() {
   if (ring_ && in_flight_ > 0) io_uring_submit(&ring_->ring);
 }
 
-void ReadQueue::collect(bool wait, int watch_fd, Events& events) {
+void ReadQueue::collect(Wait wait, int watch_fd, Events& events) {
   events.reads.clear();
   io_uring* ring = &ring_->ring;
   if (watch_fd >= 0 && !ring_->watching) {
@@ -102,7 +102,7 @@ void ReadQueue::collect(bool wait, int watch_fd, Events& events) {
     ring_->watching = true;
   }
   for (;;) {
-    int submitted = wait ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
+    int submitted = wait == Wait::kYes ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
     if (submitted >= 0 || (submitted != -EINTR && submitted != -EAGAIN && submitted != -EBUSY)) break;
   }
   unsigned head;

@@ -12,6 +12,9 @@
 
 namespace autopager {
 
+// Whether a call sleeps until there is something for it.
+enum class Wait { kNo, kYes };
+
 class ReadQueue {
  public:
   struct Completion {
@@ -44,9 +47,9 @@ class ReadQueue {
 
   // Hands the queued reads to the kernel now.
   void submit();
-  // Submits what is queued and gathers completions into `events.reads` (cleared first). With `wait`, sleeps
-  // until there is at least one event; `watch_fd` (>= 0) is watched for readability meanwhile.
-  void collect(bool wait, int watch_fd, Events& events);
+  // Submits what is queued and gathers completions into `events.reads` (cleared first). With Wait::kYes,
+  // sleeps until there is at least one event; `watch_fd` (>= 0) is watched for readability meanwhile.
+  void collect(Wait wait, int watch_fd, Events& events);
 
  private:
   struct Ring;  // liburing's, when built with it

@@ -11,6 +11,6 @@ unsigned ReadQueue::acquire() { return 0; }
 void ReadQueue::release(unsigned) {}
 void ReadQueue::read(unsigned, int, std::uint64_t, std::size_t) {}
 void ReadQueue::submit() {}
-void ReadQueue::collect(bool, int, Events& events) { events.reads.clear(); }
+void ReadQueue::collect(Wait, int, Events& events) { events.reads.clear(); }
 
 }  // namespace autopager
