@@ -65,7 +65,8 @@ Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillReques
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
     if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
     fail_fault_locked(region, page, request, ENOMEM,
-                      "no room in the buffer: every resident page is dirty and cannot be written back", false);
+                      "no room in the buffer: every resident page is dirty and cannot be written back",
+                      HoldsSlot::kNo);
     return Claim::kNoRoom;
   }
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
@@ -98,7 +99,8 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   if (read_error != 0 || past_end) {
     if (request.demand) {
       fail_fault_locked(region, page, request, read_error != 0 ? read_error : ENXIO,
-                        read_error != 0 ? "its store could not be read" : "it lies past the end of its store", true);
+                        read_error != 0 ? "its store could not be read" : "it lies past the end of its store",
+                        HoldsSlot::kYes);
     } else {  // read-ahead: leave it to a fault, which reads it again
       region.set_state(page, PageState::kAbsent);
       lock.unlock();
@@ -133,14 +135,14 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
 }
 
 void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err,
-                               const char* why, bool holds_slot) {
+                               const char* why, HoldsSlot holds_slot) {
   StatsCounters::add(stats_.read_errors);
   std::fprintf(stderr, "autopager: page %llu of a region (store offset %llu) cannot be served: %s (%s); the "
                        "faulting thread gets SIGBUS\n",
                static_cast<unsigned long long>(page), static_cast<unsigned long long>(region.page_offset(page)), why,
                std::strerror(err));
   char* address = region.page_address(page);
-  if (holds_slot) buffer_.release();
+  if (holds_slot == HoldsSlot::kYes) buffer_.release();
   // A poison marker raises SIGBUS at the address each thread touches, as the kernel's would, for
   // every thread waiting on the page and every later access, until the page is evicted.
   if (uffd_.has_poison() && uffd_.poison(address, region.page_size) == 0) {
@@ -186,7 +188,7 @@ void Paging::report_eviction_failure(int err) {
                  std::strerror(err));
 }
 
-int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resident) {
+int Paging::write_back_locked(Region& region, std::uint64_t page, KeepResident keep_resident) {
   if (region.state(page) != PageState::kDirty) return 0;
   char* address = region.page_address(page);
   // Write-protect first: a write during the copy-out faults and waits for the lock we hold.
@@ -205,8 +207,9 @@ int Paging::write_back_locked(Region& region, std::uint64_t page, bool keep_resi
   StatsCounters::add(stats_.write_backs);
   StatsCounters::add(stats_.bytes_written, bytes);
   // Without write-protect a page kept resident may be written again unseen: it stays dirty.
-  if (!keep_resident || region.track_writes) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
-  if (keep_resident && region.track_writes) region.set_state(page, PageState::kClean);
+  if (keep_resident == KeepResident::kNo || region.track_writes)
+    stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+  if (keep_resident == KeepResident::kYes && region.track_writes) region.set_state(page, PageState::kClean);
   return 0;
 }
 
@@ -240,7 +243,7 @@ std::optional<int> Paging::write_back_moved_out(Region& region, std::uint64_t pa
 
 int Paging::write_back(Region& region, std::uint64_t page) {
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
-  return write_back_locked(region, page, true);
+  return write_back_locked(region, page, KeepResident::kYes);
 }
 
 std::size_t Paging::evict(std::size_t most) {
@@ -263,7 +266,7 @@ std::size_t Paging::evict(std::size_t most) {
     }
     if (!region.resident(victim->page)) continue;
     if (region.track_writes) {
-      if (int err = write_back_locked(region, victim->page, true); err != 0) {
+      if (int err = write_back_locked(region, victim->page, KeepResident::kYes); err != 0) {
         report_eviction_failure(err);
         buffer_.policy().on_kept(std::move(*victim));
         break;
@@ -295,7 +298,7 @@ std::size_t Paging::evict(std::size_t most) {
     }
     if (!moved_out) {
       // Written since (or never write-protected): write it back now, as it goes.
-      if (int err = write_back_locked(region, victim.page, false); err != 0) {
+      if (int err = write_back_locked(region, victim.page, KeepResident::kNo); err != 0) {
         report_eviction_failure(err);
         buffer_.policy().on_kept(std::move(victim));
         continue;
@@ -335,7 +338,7 @@ int Paging::release_region(Region& region) {
     const PageState state = region.state(page);
     if (state == PageState::kAbsent) continue;
     if (state != PageState::kPoisoned) {
-      int err = write_back_locked(region, page, false);
+      int err = write_back_locked(region, page, KeepResident::kNo);
       if (err != 0) {  // it stays, dirty
         if (first_error == 0) first_error = err;
         continue;

@@ -71,15 +71,20 @@ class Paging {
   bool write_backs_failing() const { return write_backs_failing_.load(std::memory_order_relaxed); }
 
  private:
-  int write_back_locked(Region& region, std::uint64_t page, bool keep_resident);
+  // Whether a page written back stays resident (write-protected again, clean) or is about to go.
+  enum class KeepResident { kNo, kYes };
+  // Whether a failed fault's page holds a buffer slot to give back.
+  enum class HoldsSlot { kNo, kYes };
+
+  int write_back_locked(Region& region, std::uint64_t page, KeepResident keep_resident);
   // For a region without write tracking: moves the page out of the region, writes it, drops it; a
   // write racing with it faults and waits. nullopt when the page could not be moved (the caller
   // writes it in place); else 0, or the errno of a failed write, the page then back in place.
   std::optional<int> write_back_moved_out(Region& region, std::uint64_t page);
   // A fault on this page cannot be served (`why`, errno `err`): the faulting thread gets SIGBUS.
-  // Under the page's stripe lock; `holds_slot` when the page holds a buffer slot to give back.
+  // Under the page's stripe lock.
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
-                         bool holds_slot);
+                         HoldsSlot holds_slot);
   void note_write_back(int err);
   void report_eviction_failure(int err);
 
