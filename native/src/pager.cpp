@@ -97,7 +97,7 @@ class PagerImpl {
       // the parent's pages through it: the child has no mapping here at all.
       if (madvise(base, mapped, MADV_DONTFORK) != 0)
         throw std::system_error(errno, std::generic_category(), "madvise(MADV_DONTFORK) of the region");
-      uffd_.register_range(base, mapped, track_writes);
+      uffd_.register_range(base, mapped, track_writes ? WriteProtect::kYes : WriteProtect::kNo);
     } catch (...) {
       munmap(base, mapped);
       throw;

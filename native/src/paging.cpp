@@ -111,7 +111,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   }
   // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
   const bool dirty = region.writable && (request.for_write || !region.track_writes);
-  const bool protect = region.track_writes && !request.for_write;
+  const WriteProtect protect = region.track_writes && !request.for_write ? WriteProtect::kYes : WriteProtect::kNo;
   // Publish the page before the copy wakes the faulting thread: whatever that thread does next
   // (write, flush, unmap) must see it resident.
   region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
@@ -165,7 +165,7 @@ void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kClean && region.track_writes) {
     region.set_state(page, PageState::kDirty);
     stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
-    if (uffd_.write_protect(address, region.page_size, false) == 0) return;  // clearing wakes the writer
+    if (uffd_.write_protect(address, region.page_size, WriteProtect::kNo) == 0) return;  // clearing wakes the writer
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
   uffd_.wake(address, region.page_size);
@@ -192,7 +192,7 @@ int Paging::write_back_locked(Region& region, std::uint64_t page, KeepResident k
   if (region.state(page) != PageState::kDirty) return 0;
   char* address = region.page_address(page);
   // Write-protect first: a write during the copy-out faults and waits for the lock we hold.
-  if (region.track_writes) uffd_.write_protect(address, region.page_size, true);
+  if (region.track_writes) uffd_.write_protect(address, region.page_size, WriteProtect::kYes);
   std::size_t bytes = region.page_bytes(page);
   AUTOPAGER_WRITE_PROTECTED_READS_BEGIN();
   ssize_t written = region.store->write(address, bytes, region.page_offset(page));
@@ -200,7 +200,7 @@ int Paging::write_back_locked(Region& region, std::uint64_t page, KeepResident k
   if (written != static_cast<ssize_t>(bytes)) {
     int err = written < 0 && errno != 0 ? errno : EIO;
     note_write_back(err);
-    if (region.track_writes) uffd_.write_protect(address, region.page_size, false);
+    if (region.track_writes) uffd_.write_protect(address, region.page_size, WriteProtect::kNo);
     return err;
   }
   note_write_back(0);
@@ -229,7 +229,8 @@ std::optional<int> Paging::write_back_moved_out(Region& region, std::uint64_t pa
     int err = written < 0 && errno != 0 ? errno : EIO;
     note_write_back(err);
     // Back where it was (nothing can have filled it meanwhile: faults wait while it is in transit).
-    if (uffd_.move(address, slot, region.page_size) != 0) uffd_.copy(address, slot, region.page_size, false);
+    if (uffd_.move(address, slot, region.page_size) != 0)
+      uffd_.copy(address, slot, region.page_size, WriteProtect::kNo);
     staging_.give_back(slot);
     return err;
   }

@@ -23,7 +23,7 @@ char* StagingArea::take() {
   void* area = mmap(nullptr, page_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (area == MAP_FAILED) return nullptr;
   try {
-    uffd_.register_range(area, page_size_, false);
+    uffd_.register_range(area, page_size_, WriteProtect::kNo);
   } catch (const std::system_error&) {
     munmap(area, page_size_);
     return nullptr;

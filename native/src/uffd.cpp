@@ -108,12 +108,12 @@ Userfaultfd::~Userfaultfd() {
   if (fd_ >= 0) close(fd_);
 }
 
-void Userfaultfd::register_range(void* base, std::size_t length, bool track_writes) {
+void Userfaultfd::register_range(void* base, std::size_t length, WriteProtect track_writes) {
   uffdio_register reg{};
   reg.range.start = reinterpret_cast<std::uint64_t>(base);
   reg.range.len = length;
   reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-  if (track_writes && has_write_protect()) reg.mode |= UFFDIO_REGISTER_MODE_WP;
+  if (track_writes == WriteProtect::kYes && has_write_protect()) reg.mode |= UFFDIO_REGISTER_MODE_WP;
   if (ioctl(fd_, UFFDIO_REGISTER, &reg) != 0) fail("cannot register the region with userfaultfd");
 }
 
@@ -122,12 +122,12 @@ void Userfaultfd::unregister_range(void* base, std::size_t length) {
   ioctl(fd_, UFFDIO_UNREGISTER, &range);
 }
 
-int Userfaultfd::copy(void* dst, const void* src, std::size_t length, bool write_protect) {
+int Userfaultfd::copy(void* dst, const void* src, std::size_t length, WriteProtect protect) {
   uffdio_copy args{};
   args.dst = reinterpret_cast<std::uint64_t>(dst);
   args.src = reinterpret_cast<std::uint64_t>(src);
   args.len = length;
-  args.mode = write_protect ? UFFDIO_COPY_MODE_WP : 0;
+  args.mode = protect == WriteProtect::kYes ? UFFDIO_COPY_MODE_WP : 0;
   return run_to_end(fd_, UFFDIO_COPY, args, &uffdio_copy::copy);
 }
 
@@ -139,11 +139,11 @@ int Userfaultfd::move(void* dst, void* src, std::size_t length) {
   return run_to_end(fd_, UFFDIO_MOVE, args, &uffdio_move::move);
 }
 
-int Userfaultfd::write_protect(void* base, std::size_t length, bool protect) {
+int Userfaultfd::write_protect(void* base, std::size_t length, WriteProtect protect) {
   uffdio_writeprotect args{};
   args.range.start = reinterpret_cast<std::uint64_t>(base);
   args.range.len = length;
-  args.mode = protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+  args.mode = protect == WriteProtect::kYes ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
   while (ioctl(fd_, UFFDIO_WRITEPROTECT, &args) != 0) {
     if (errno != EAGAIN) return errno;
   }

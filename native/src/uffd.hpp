@@ -40,6 +40,9 @@ struct uffdio_move {
 #define UFFDIO_MOVE _IOWR(UFFDIO, 0x05, struct uffdio_move)
 #endif
 
+// Whether writes to a range fault to the pager (userfaultfd write-protect).
+enum class WriteProtect { kNo, kYes };
+
 class Userfaultfd {
  public:
   // Opens a non-blocking userfaultfd and negotiates the API with the features below that the kernel
@@ -59,14 +62,15 @@ class Userfaultfd {
   // Fault events carry the faulting thread's id (uffd_msg.arg.pagefault.feat.ptid).
   bool has_thread_id() const { return (features_ & UFFD_FEATURE_THREAD_ID) != 0; }
 
-  void register_range(void* base, std::size_t length, bool track_writes);
+  // WriteProtect::kYes: writes to the range fault too (where the kernel has write-protect).
+  void register_range(void* base, std::size_t length, WriteProtect track_writes);
   void unregister_range(void* base, std::size_t length);
 
   // Installs `length` bytes from `src` at `dst` and wakes the threads waiting there; read-only when
-  // `write_protect`. Returns 0, or the errno (EEXIST: the page is already there).
-  int copy(void* dst, const void* src, std::size_t length, bool write_protect);
-  // Sets or clears write-protect on a resident range; clearing wakes the threads waiting on it.
-  int write_protect(void* base, std::size_t length, bool protect);
+  // `protect` is WriteProtect::kYes. Returns 0, or the errno (EEXIST: the page is already there).
+  int copy(void* dst, const void* src, std::size_t length, WriteProtect protect);
+  // Sets (kYes) or clears (kNo) write-protect on a resident range; clearing wakes the threads waiting on it.
+  int write_protect(void* base, std::size_t length, WriteProtect protect);
   void wake(void* base, std::size_t length);
   // Marks an absent range so that any access raises SIGBUS at the address accessed, as the kernel's
   // mmap does for a page it cannot read, and wakes the threads waiting there. Returns 0 or the errno.
