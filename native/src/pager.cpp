@@ -189,13 +189,14 @@ class PagerImpl {
     return first_error;
   }
 
-  // Of the regions whose stores outlive the process when `lasting_only`.
-  int flush_all(bool lasting_only = false, std::uint64_t* unwritten = nullptr) {
+  // kOutlivingProcess: only the regions whose stores outlive the process (at exit).
+  enum class Regions { kAll, kOutlivingProcess };
+  int flush_all(Regions which = Regions::kAll, std::uint64_t* unwritten = nullptr) {
     if (inherited()) return 0;
     log(LogLevel::kDebug, "flushing every region");
     int first_error = 0;
     for (const RegionPtr& region : regions_.all()) {
-      if (lasting_only && !region->store->outlives_process()) continue;
+      if (which == Regions::kOutlivingProcess && !region->store->outlives_process()) continue;
       int err = flush(region, unwritten);
       if (err != 0 && first_error == 0) first_error = err;
     }
@@ -229,7 +230,7 @@ class PagerImpl {
       std::lock_guard<std::mutex> lock(live_mutex());
       for (PagerImpl* pager : live()) {
         if (pager->inherited()) continue;
-        int err = pager->flush_all(true, &unwritten);
+        int err = pager->flush_all(Regions::kOutlivingProcess, &unwritten);
         if (err != 0 && first_error == 0) first_error = err;
         if (print_stats_requested()) std::fprintf(stderr, "autopager stats: %s\n", pager->stats().to_json().c_str());
       }

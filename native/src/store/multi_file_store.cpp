@@ -20,10 +20,10 @@ class MultiFileStore final : public Store {
   }
 
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
-    return transfer(static_cast<char*>(dst), n, offset, false);
+    return transfer(static_cast<char*>(dst), n, offset, Direction::kRead);
   }
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
-    return transfer(const_cast<char*>(static_cast<const char*>(src)), n, offset, true);
+    return transfer(const_cast<char*>(static_cast<const char*>(src)), n, offset, Direction::kWrite);
   }
   // A read within one segment is that segment's file's read.
   bool locate(const void* dst, std::size_t n, std::uint64_t offset, FileExtent& extent) const override {
@@ -41,9 +41,12 @@ class MultiFileStore final : public Store {
   }
 
  private:
+  enum class Direction { kRead, kWrite };
+
   // Splits [offset, offset+n) over the segments it crosses. A segment whose file is shorter than its
   // length reads as zeros past the file's end.
-  ssize_t transfer(char* data, std::size_t n, std::uint64_t offset, bool writing) {
+  ssize_t transfer(char* data, std::size_t n, std::uint64_t offset, Direction direction) {
+    const bool writing = direction == Direction::kWrite;
     if (offset >= size_) return 0;
     n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - offset));
     std::size_t done = 0;
