@@ -37,6 +37,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from autopager import _native  # noqa: E402
 from autopager.machine import cpu_model, memory_bytes, storage  # noqa: E402
 from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
@@ -113,21 +114,6 @@ def bfs_program(args: argparse.Namespace, bin_dir: Path, buffer: str) -> Program
         re.compile(r"BFS took \(s\)\s+([0-9.]+)"), re.compile(r"^\d+\t\d+$", re.MULTILINE))
 
 
-def our_default_page_size(environment: dict[str, str]) -> int:
-    """The page size our pager chooses itself under these UMAP_* variables (umapsort sizes its data in pages)."""
-    from autopager import _native
-    saved = {k: v for k, v in os.environ.items() if k.startswith("UMAP_")}
-    try:
-        for key in saved:
-            del os.environ[key]
-        os.environ.update({k: v for k, v in environment.items() if k.startswith("UMAP_")})
-        return _native.Config.from_environment().page_size
-    finally:
-        for key in [k for k in os.environ if k.startswith("UMAP_")]:
-            del os.environ[key]
-        os.environ.update(saved)
-
-
 def run_once(program: Program, variant: Variant, args: argparse.Namespace, libraries: dict[str, Path]) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_")}
     env["OMP_NUM_THREADS"] = str(args.threads)
@@ -139,7 +125,7 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
         if variant.page_size is not None:
             env["UMAP_PAGESIZE"] = str(variant.page_size)
         elif variant.library == "ours":
-            page = our_default_page_size(env)
+            page = _native.page_size_for_buffer(program.buffer_bytes)  # what our pager picks for that buffer
     else:
         env["LD_LIBRARY_PATH"] = str(libraries["llnl"])
     record = {"program": program.name, "variant": variant.label, "page_size": page, "load": os.getloadavg()[0],
