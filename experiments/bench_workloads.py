@@ -6,7 +6,8 @@ Each workload runs as configured in configs/workload/NAME.yaml (data several tim
 Every run starts with the page cache dropped and runs in a child memory cgroup limited to
 buffer_size + headroom (+ the program's own arrays, e.g. bfs's levels): the kernel's mmap gets that much
 memory for its page cache, the pager gets its buffer and the rest for its private memory and the page
-cache. Each variant runs --repeats times and the median is reported.
+cache. With --read-ahead, each page size is also tried with each of those read_ahead values. Each variant
+runs --repeats times, the variants interleaved, and the median is reported.
 
     sudo python3 experiments/bench_workloads.py [--workloads bfs,sort] [--repeats 3]
 
@@ -48,6 +49,7 @@ class Variant:
     label: str
     pager: bool             # False: the kernel's mmap
     page_size: int | None   # None: the pager's own default
+    read_ahead: int | None = None  # None: the pager's own default
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
@@ -56,6 +58,8 @@ class Variant:
         params = {"buffer_size": workload.buffer_size}
         if self.page_size is not None:
             params["page_size"] = self.page_size
+        if self.read_ahead is not None:
+            params["read_ahead"] = self.read_ahead
         return Runner(workload, memory_limit=limit).measure(params, timeout)
 
 
@@ -79,7 +83,8 @@ def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -
     load = os.getloadavg()[0]
     result = variant.run(workload, limit, timeout)
     command = workload.argv() if variant.pager else workload.kernel_mmap().argv()
-    return {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size, "limit": limit,
+    return {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size,
+            "read_ahead": variant.read_ahead, "limit": limit,
             "load": load, "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
             "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats}
 
@@ -143,6 +148,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated config names")
     parser.add_argument("--page-sizes", default="16KiB,64KiB,1MiB,4MiB",
                         help="pager page sizes beside the pager's own default")
+    parser.add_argument("--read-ahead", default="", help="comma-separated read_ahead values (pages), each "
+                        "tried with every page size (default: the pager's own read-ahead only)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
@@ -159,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
     variants = [Variant(KERNEL, False, None), Variant("pager defaults", True, None)]
-    variants += [Variant(format_size(parse_size(s)), True, parse_size(s)) for s in args.page_sizes.split(",") if s]
+    read_aheads = [int(r) for r in args.read_ahead.split(",") if r] or [None]
+    variants += [Variant(format_size(parse_size(s)) + ("" if r is None else f" ra{r}"), True, parse_size(s), r)
+                 for s in args.page_sizes.split(",") if s for r in read_aheads]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)

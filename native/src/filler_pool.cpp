@@ -212,12 +212,14 @@ bool FillerPool::fills_are_fast() const {
 
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (config_.read_ahead == 0) return;
-  std::uint64_t last = std::min<std::uint64_t>(page + config_.read_ahead, region->page_count - 1);
   std::lock_guard<std::mutex> lock(mutex_);
-  region->read_ahead.fault(page);
+  const bool forward = region->read_ahead.fault(page) == ReadAheadStreams::Direction::kForward;
+  const std::uint64_t reach = std::min<std::uint64_t>(config_.read_ahead, forward ? region->page_count - 1 - page : page);
   const std::size_t queued = speculative_.size();
-  for (std::uint64_t next = page + 1; next <= last; ++next)
+  for (std::uint64_t i = 1; i <= reach; ++i) {
+    const std::uint64_t next = forward ? page + i : page - i;
     if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
+  }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 

@@ -13,30 +13,44 @@ ReadAheadStreams ReadAheadStreams::for_config(const Config& config) {
                                                                      kMostWindowBytes / config.page_size));
 }
 
-void ReadAheadStreams::fault(std::uint64_t page) {
-  if (read_ahead_ == 0) return;
+bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint64_t reach) const {
+  if (towards > 0) return page > newest_fault && page - newest_fault <= reach;
+  return page < newest_fault && newest_fault - page <= reach;
+}
+
+ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
+  if (read_ahead_ == 0) return Direction::kForward;
   ++clock_;
   Stream* oldest = &streams_[0];
   for (Stream& s : streams_) {
-    // A fault up to just past what the stream may have read ahead continues it.
-    if (s.window != 0 && page >= s.newest_fault && page <= s.limit() + 1) {
-      if (page > s.newest_fault) s.window = std::min(2 * s.window, most_window_);
+    if (s.window != 0 && page == s.newest_fault) {
+      s.last_use = clock_;
+      return s.direction < 0 ? Direction::kBackward : Direction::kForward;
+    }
+    // A fault up to just past what the stream may have read ahead continues it; a stream of one fault
+    // goes either way.
+    for (int towards : {1, -1}) {
+      if (s.window == 0 || s.direction == -towards || !s.ahead(page, towards, s.window + 1)) continue;
+      s.direction = towards;
+      s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
-      return;
+      return towards < 0 ? Direction::kBackward : Direction::kForward;
     }
     if (s.last_use < oldest->last_use) oldest = &s;
   }
   // A new stream reads only its read_ahead pages until a second fault shows it is sequential.
-  *oldest = Stream{page, read_ahead_, clock_};
+  *oldest = Stream{page, read_ahead_, 0, clock_};
+  return Direction::kForward;
 }
 
 bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t& next) const {
   if (read_ahead_ == 0) return false;
   for (const Stream& s : streams_) {
-    if (s.window <= read_ahead_ || page <= s.newest_fault || page > s.limit()) continue;
-    next = page + read_ahead_;
-    return next <= s.limit();
+    if (s.window <= read_ahead_ || s.direction == 0 || !s.ahead(page, s.direction, s.window)) continue;
+    if (s.direction < 0 && page < read_ahead_) return false;
+    next = s.direction > 0 ? page + read_ahead_ : page - read_ahead_;
+    return s.ahead(next, s.direction, s.window);
   }
   return false;
 }

@@ -92,6 +92,26 @@ TEST(ReadFaults, ReadAheadRunsOnAlongASequentialScanWithinItsWindow) {
   EXPECT_EQ(m.pager.stats().read_faults, 2u) << "the scan up to the window's end must not fault";
 }
 
+// A reverse scan: the first fault reads ahead forward (a new stream's direction), the fault on the page
+// before it turns the stream backward, and read-ahead then runs down the region within the window (8 pages
+// below that fault), and no further.
+TEST(ReadFaults, ReadAheadRunsBackAlongAReverseScan) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  ReadAheadMapping m(256, 4);
+  EXPECT_EQ(m.byte(200 * m.page), testing::pattern_byte(200 * m.page, 1));
+  m.settle(5);
+  EXPECT_EQ(m.pager.stats().fills, 5u) << "pages 200 to 204";
+  EXPECT_EQ(m.byte(199 * m.page), testing::pattern_byte(199 * m.page, 1));
+  m.settle(14);
+  Stats s = m.pager.stats();
+  EXPECT_EQ(s.fills, 14u) << "pages 191 to 204";
+  EXPECT_EQ(s.read_faults, 2u);
+  for (std::size_t i = 200 * m.page; i-- > 191 * m.page;) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
+  EXPECT_EQ(m.pager.stats().read_faults, 2u) << "the reverse scan down to the window's end must not fault";
+  EXPECT_EQ(m.byte(190 * m.page), testing::pattern_byte(190 * m.page, 1));
+  EXPECT_EQ(m.pager.stats().read_faults, 3u) << "page 190 lies beyond the window";
+}
+
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
