@@ -135,9 +135,10 @@ class ArrayPlan:
 
 
 def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, mode: str, offset: int,
-                    shape: Optional[ShapeLike], order: str) -> ArrayPlan:
+                    shape: Optional[ShapeLike], order: str, direct: bool = False) -> ArrayPlan:
     """numpy.memmap(filename, dtype, mode, offset, shape, order); a list of files is one array over the
-    files put end to end (offset counts from the start of the first)."""
+    files put end to end (offset counts from the start of the first). ``direct``: O_DIRECT where the file
+    system has it."""
     mode = normalize_mode(mode)
     paths = _paths(filename)
     dtype = np.dtype(dtype)
@@ -171,9 +172,9 @@ def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, m
     if nbytes > 0:
         writable_file = mode in ("r+", "w+")
         if len(paths) == 1:
-            store = _native.file_store(paths[0], writable_file, offset, nbytes)
+            store = _native.file_store(paths[0], writable_file, offset, nbytes, direct)
         else:
-            store = _native.multi_file_store(_segments(paths, sizes, offset, nbytes), writable_file)
+            store = _native.multi_file_store(_segments(paths, sizes, offset, nbytes), writable_file, direct)
         if mode == "c":
             store = _native.copy_on_write_store(store, tempfile.gettempdir())
     single = isinstance(filename, (str, bytes, os.PathLike))

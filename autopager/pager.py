@@ -35,9 +35,11 @@ class PagingParameters(TypedDict, total=False):
     evict_low_water: int
     read_ahead: int
     max_fault_events: int
+    direct_io: int
 
 
-_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events")
+_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events",
+           "direct_io")
 _UINT_MAX = (1 << 32) - 1
 
 
@@ -54,7 +56,8 @@ class Pager:
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water (percent), read_ahead (pages),
-    max_fault_events. profile= takes them from a profile name, a profile file or a mapping; keyword
+    max_fault_events, direct_io (1: the files of memmap arrays are read and written with O_DIRECT, not
+    through the kernel's page cache). profile= takes them from a profile name, a profile file or a mapping; keyword
     arguments override it. A named profile or profile file gives the parameters its study searched: never the
     buffer size it was found with, unless the study searched that too. Several pagers with different parameters can live in one process.
 
@@ -77,7 +80,7 @@ class Pager:
         overwrites the file, "c" is copy-on-write: the array can be written but the file never changes.
         """
         self._open()
-        return self._map(plan_file_array(filename, dtype, mode, offset, shape, order))
+        return self._map(plan_file_array(filename, dtype, mode, offset, shape, order, self._config.direct_io))
 
     def empty(self, shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
               scratch_dir: Optional[PathLike] = None) -> PagedArray:
@@ -104,7 +107,7 @@ class Pager:
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
                 "evict_low_water": c.evict_low_water, "read_ahead": c.read_ahead,
-                "max_fault_events": c.max_fault_events}
+                "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io)}
 
     @property
     def has_write_protect(self) -> bool:
@@ -183,7 +186,7 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
     (a shape that does not fit the file, a bad parameter) and OSError (userfaultfd unavailable).
     """
     with _chosen_pager(pager, profile, params) as chosen:  # parameters checked before the file is touched
-        return chosen._map(plan_file_array(filename, dtype, mode, offset, shape, order))
+        return chosen._map(plan_file_array(filename, dtype, mode, offset, shape, order, chosen._config.direct_io))
 
 
 def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
@@ -234,7 +237,10 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
         config.page_size = _positive_size("page_size", params["page_size"])
     for name in _COUNTS:
         if name in params:
-            setattr(config, name, _count(name, params[name]))
+            number = _count(name, params[name])
+            if name == "direct_io" and number > 1:
+                raise ValueError(f"direct_io={number}: out of range; it is 0 or 1")
+            setattr(config, name, number)
     if "buffer_size" in params:
         buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
         if "page_size" not in params and not _page_size_in_environment():

@@ -19,6 +19,7 @@ ENV_VARS: dict[str, str] = {
     "evict_low_water": "UMAP_EVICT_LOW_WATER_THRESHOLD",
     "read_ahead": "UMAP_READ_AHEAD",
     "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
+    "direct_io": "UMAP_DIRECT_IO",
 }
 PARAMETERS = tuple(ENV_VARS)
 

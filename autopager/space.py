@@ -26,6 +26,7 @@ LOW, HIGH = "evict_low_water", "evict_high_water"
 LIMITS = {  # smallest and largest value the pager accepts
     "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
     HIGH: (1, 100), LOW: (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
+    "direct_io": (0, 1),
 }
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
 MMAP = "mmap"  # baseline.mmap: whether a study also measures the kernel's mmap (not a parameter)

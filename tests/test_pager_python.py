@@ -28,11 +28,28 @@ def path(tmp_path):
 
 def test_parameters_in_bytes_and_notation():
     with autopager.Pager(page_size="64KiB", buffer_size="2MiB", fillers=3, evictors=2, evict_high_water=80,
-                         evict_low_water=40, read_ahead=2, max_fault_events=16) as pager:
+                         evict_low_water=40, read_ahead=2, max_fault_events=16, direct_io=1) as pager:
         assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
                                 "evict_high_water": 80, "evict_low_water": 40, "read_ahead": 2,
-                                "max_fault_events": 16}
+                                "max_fault_events": 16, "direct_io": 1}
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
+
+
+def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path):
+    # O_DIRECT where the file system has it (tmpfs has not: then the page cache, and the same bytes)
+    expected = np.arange(1 << 20, dtype=np.float32)
+    with autopager.Pager(page_size="64KiB", buffer_size="1MiB", direct_io=1) as pager:
+        a = pager.memmap(path, dtype=np.float32, mode="r+")
+        assert np.array_equal(a, expected)
+        a[::1000] = -1.0
+        expected[::1000] = -1.0
+        del a
+    assert np.array_equal(np.fromfile(path, dtype=np.float32), expected)
+
+
+def test_direct_io_is_zero_or_one():
+    with pytest.raises(ValueError, match="direct_io=2"):
+        autopager.Pager(direct_io=2)
 
 
 def test_changing_only_the_page_size_keeps_the_buffer_in_bytes():

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from autopager.params import PARAMETERS
 from autopager.cli import main
 from conftest import TEST_WORKLOADS, autopager_process
 
@@ -34,8 +35,7 @@ def test_damaged_rows_are_reported_and_ignored_never_trusted(tuner_home, capsys)
     bad_value = lines[2].split(",")
     bad_value[header.index("value")] = "fast"
     no_params = lines[2].split(",")
-    for name in ("page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead",
-                 "max_fault_events", "buffer_size"):
+    for name in PARAMETERS:
         no_params[header.index(name)] = ""
     fields = lines[3].split(",")
     fields[0], fields[header.index("value")] = "7", "1e-9"  # a best-ever value, then the row is cut short

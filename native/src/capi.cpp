@@ -70,6 +70,7 @@ void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset)
       autopager::FileStoreOptions options;
       options.writable = (prot & PROT_WRITE) != 0;
       options.offset = static_cast<std::uint64_t>(offset);
+      options.direct = pager.config().direct_io;
       store = autopager::make_fd_store(own, options, true);
     } catch (...) {
       close(own);

@@ -37,6 +37,7 @@ constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESH
 constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
 constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD"};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
+constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO"};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
@@ -166,6 +167,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
   read_env_into(kFaultEvents, &c.max_fault_events);
   read_env_into(kMonitor, &c.monitor_interval);
+  read_env_into(kDirectIo, &c.direct_io);
   read_log_level(&c.log_level);
   c.validate();
   return c;
@@ -208,7 +210,7 @@ std::string Config::to_string() const {
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
       << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
-      << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
+      << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
       << "\"}";
   return out.str();
 }

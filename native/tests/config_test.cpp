@@ -51,6 +51,7 @@ TEST(Config, DefaultsAreValidAndFollowTheDesign) {
   EXPECT_EQ(c.evict_high_water, 90u);
   EXPECT_EQ(c.evict_low_water, 70u);
   EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_FALSE(c.direct_io);
   EXPECT_GE(c.buffer_pages, 1u);
 }
 
@@ -64,6 +65,7 @@ TEST(Config, EnvironmentOverridesDefaults) {
   env.set("UMAP_EVICT_LOW_WATER_THRESHOLD", "50");
   env.set("UMAP_READ_AHEAD", "4");
   env.set("UMAP_MAX_FAULT_EVENTS", "16");
+  env.set("UMAP_DIRECT_IO", "1");
   Config c = Config::from_environment();
   EXPECT_EQ(c.page_size, 65536u);
   EXPECT_EQ(c.fillers, 7u);
@@ -73,6 +75,7 @@ TEST(Config, EnvironmentOverridesDefaults) {
   EXPECT_EQ(c.evict_low_water, 50u);
   EXPECT_EQ(c.read_ahead, 4u);
   EXPECT_EQ(c.max_fault_events, 16u);
+  EXPECT_TRUE(c.direct_io);
 }
 
 TEST(Config, DefaultBufferKeepsItsBytesWhenOnlyThePageSizeChanges) {
@@ -166,6 +169,7 @@ TEST(Config, RefusesOutOfRangeWithTheAllowedRange) {
   EXPECT_NE(env_refusal("UMAP_MAX_FAULT_EVENTS", "100000"), "");
   EXPECT_NE(env_refusal("UMAP_READ_AHEAD", "99999999"), "");
   EXPECT_NE(env_refusal("UMAP_MONITOR_FREQ", "999999999"), "");
+  EXPECT_NE(env_refusal("UMAP_DIRECT_IO", "2").find("direct_io (UMAP_DIRECT_IO) = 2"), std::string::npos);
 }
 
 // UMap reads a variable set to 0 as not set: its default.

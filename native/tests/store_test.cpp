@@ -91,15 +91,12 @@ TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::uint64_t size = 64 * system_page_size() + 500;  // an unaligned tail goes through the page cache
   ScratchFile file(size, 4);
+  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (probe < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
+  close(probe);
   FileStoreOptions options;
   options.direct = true;
-  std::shared_ptr<Store> store;
-  try {
-    store = make_file_store(file.path(), options);
-  } catch (const std::system_error& e) {
-    GTEST_SKIP() << "this file system does not support O_DIRECT: " << e.what();
-  }
-  expect_round_trip(store, file, size);
+  expect_round_trip(make_file_store(file.path(), options), file, size);
 }
 
 TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
@@ -109,6 +106,24 @@ TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
   int fd = open(file.path().c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
   if (fd < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
   expect_round_trip(make_fd_store(fd, {}, true), file, size);
+}
+
+// direct_io on a descriptor the program opened without O_DIRECT: the store reads and writes through a
+// descriptor of its own, and the program's descriptor keeps its flags.
+TEST(FileStore, DirectIoOnAProgramsDescriptorLeavesItsFlags) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::uint64_t size = 64 * system_page_size() + 500;
+  ScratchFile file(size, 4);
+  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (probe < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
+  close(probe);
+  int fd = open(file.path().c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  FileStoreOptions options;
+  options.direct = true;
+  expect_round_trip(make_fd_store(fd, options, false), file, size);
+  EXPECT_EQ(fcntl(fd, F_GETFL) & O_DIRECT, 0);
+  EXPECT_EQ(close(fd), 0) << "the program's descriptor is still its own";
 }
 
 TEST(FileStore, AMissingFileIsAnErrorNamingIt) {

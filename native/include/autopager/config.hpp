@@ -31,6 +31,7 @@ struct Config {
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned read_ahead = 0;          // pages fetched after a faulting one
   unsigned max_fault_events = 0;    // fault events read from the kernel per call
+  bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT
   unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
   LogLevel log_level = LogLevel::kWarning;
 

@@ -54,9 +54,10 @@ struct FileStoreOptions {
 };
 // Opens `path`; throws std::system_error naming the path when it cannot.
 std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options = {});
-// Uses an already open descriptor (options.direct is ignored: open it with O_DIRECT for that; its
-// unaligned reads and writes then go through the page cache). The store closes it when destroyed
-// if `take_ownership`.
+// Uses an already open descriptor; the store closes it when destroyed if `take_ownership`. With
+// options.direct, or a descriptor opened with O_DIRECT, aligned reads and writes bypass the page cache
+// (through the file opened again with O_DIRECT) and unaligned ones go through it; on a file system
+// without O_DIRECT (tmpfs) everything goes through the page cache.
 std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options = {}, bool take_ownership = false);
 
 // Several files, each with its own offset and length, seen as one contiguous store in the given order.

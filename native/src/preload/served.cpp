@@ -152,6 +152,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
     FileStoreOptions options;
     options.writable = shared && writes;
     options.offset = static_cast<std::uint64_t>(offset);
+    options.direct = pager->config().direct_io;
     std::shared_ptr<Store> store;
     try {
       store = make_fd_store(for_store, options, true);

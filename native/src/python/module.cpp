@@ -61,11 +61,11 @@ std::shared_ptr<Store> file_store(const std::string& path, bool writable, std::u
 }
 
 std::shared_ptr<Store> multi_file_store(const std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>>& parts,
-                                        bool writable) {
+                                        bool writable, bool direct) {
   std::vector<FileSegment> segments;
   segments.reserve(parts.size());
   for (const auto& [path, offset, length] : parts) segments.push_back(FileSegment{path, offset, length});
-  return make_multi_file_store(segments, writable);
+  return make_multi_file_store(segments, writable, direct);
 }
 
 void bind_config(py::module_& m) {
@@ -82,6 +82,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("evict_low_water", &Config::evict_low_water)
       .def_readwrite("read_ahead", &Config::read_ahead)
       .def_readwrite("max_fault_events", &Config::max_fault_events)
+      .def_readwrite("direct_io", &Config::direct_io)
       .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
       .def("buffer_bytes", &Config::buffer_bytes)
       .def("__repr__", &Config::to_string);
@@ -93,7 +94,7 @@ void bind_stores(py::module_& m) {
   m.def("file_store", &file_store, py::arg("path"), py::arg("writable"), py::arg("offset") = 0,
         py::arg("length") = 0, py::arg("direct") = false,
         "A file, or `length` bytes of it from `offset` (0: to its end).");
-  m.def("multi_file_store", &multi_file_store, py::arg("segments"), py::arg("writable"),
+  m.def("multi_file_store", &multi_file_store, py::arg("segments"), py::arg("writable"), py::arg("direct") = false,
         "(path, offset, length) segments seen as one contiguous store, in order.");
   m.def("memory_store", &make_memory_store, py::arg("size"), "`size` bytes of this process's memory.");
   m.def("scratch_store",

@@ -20,20 +20,21 @@ namespace {
 
 class FileStore final : public Store {
  public:
-  FileStore(int fd, int buffered_fd, bool owns, bool writable, std::uint64_t offset, std::uint64_t length,
-            bool windowed)
+  // `fd` is closed when the store is destroyed if `owns_fd`, a different `buffered_fd` if `owns_buffered`.
+  FileStore(int fd, int buffered_fd, bool owns_fd, bool owns_buffered, bool writable, std::uint64_t offset,
+            std::uint64_t length, bool windowed)
       : fd_(fd),
         buffered_fd_(buffered_fd),
-        owns_(owns),
+        owns_fd_(owns_fd),
+        owns_buffered_(owns_buffered),
         writable_(writable),
         offset_(offset),
         size_(length),
         windowed_(windowed) {}
 
-  // `owns`: close fd when destroyed; a separate buffered_fd is always this store's own.
   ~FileStore() override {
-    if (owns_) close(fd_);
-    if (buffered_fd_ != fd_) close(buffered_fd_);
+    if (owns_fd_) close(fd_);
+    if (buffered_fd_ != fd_ && owns_buffered_) close(buffered_fd_);
   }
 
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
@@ -83,7 +84,8 @@ class FileStore final : public Store {
 
   int fd_;
   int buffered_fd_;
-  bool owns_;
+  bool owns_fd_;
+  bool owns_buffered_;
   bool writable_;
   std::uint64_t offset_;
   std::atomic<std::uint64_t> size_;
@@ -110,6 +112,15 @@ void check_window(const FileStoreOptions& options) {
                                 std::to_string(options.offset) + " ends past the largest file offset");
 }
 
+// `path` opened again with O_DIRECT and `flags`' access mode; -1 where the file system has no O_DIRECT
+// (EINVAL), an exception for any other failure.
+int open_direct(const std::string& path, int flags) {
+  int direct = open(path.c_str(), (flags & O_ACCMODE) | O_CLOEXEC | O_DIRECT);
+  if (direct < 0 && errno != EINVAL)
+    throw std::system_error(errno, std::generic_category(), "cannot open " + path + " with O_DIRECT");
+  return direct;
+}
+
 }  // namespace
 
 std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreOptions& options) {
@@ -119,19 +130,19 @@ std::shared_ptr<Store> make_file_store(const std::string& path, const FileStoreO
   if (buffered < 0) throw std::system_error(errno, std::generic_category(), "cannot open " + path);
   int direct = buffered;
   if (options.direct) {
-    direct = open(path.c_str(), flags | O_DIRECT);
-    if (direct < 0) {
-      int saved = errno;
+    try {
+      direct = open_direct(path, flags);
+    } catch (...) {
       close(buffered);
-      throw std::system_error(saved, std::generic_category(), "cannot open " + path + " with O_DIRECT");
+      throw;
     }
+    if (direct < 0) direct = buffered;
   }
-  return std::make_shared<FileStore>(direct, buffered, true, options.writable, options.offset,
+  return std::make_shared<FileStore>(direct, buffered, true, true, options.writable, options.offset,
                                      window_length(buffered, options.offset, options.length), options.length != 0);
 }
 
 std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options, bool take_ownership) {
-  int buffered = fd;
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0) throw std::system_error(errno, std::generic_category(), "the file descriptor of a file store");
   // As mmap: reading needs a descriptor open for reading, writing one open for writing too.
@@ -141,14 +152,21 @@ std::shared_ptr<Store> make_fd_store(int fd, const FileStoreOptions& options, bo
                             options.writable ? "a writable mapping needs a descriptor opened O_RDWR"
                                              : "a mapping needs a descriptor opened for reading");
   check_window(options);
-  if (flags >= 0 && (flags & O_DIRECT) != 0) {
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if ((flags & O_DIRECT) != 0) {
     // Opened with O_DIRECT: what is not block-aligned (a partial last page) goes through a buffered twin.
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
-    buffered = open(path.c_str(), (flags & O_ACCMODE) | O_CLOEXEC);
+    int buffered = open(path.c_str(), (flags & O_ACCMODE) | O_CLOEXEC);
     if (buffered < 0)
       throw std::system_error(errno, std::generic_category(), "cannot reopen an O_DIRECT descriptor without it");
+    return std::make_shared<FileStore>(fd, buffered, take_ownership, true, options.writable, options.offset,
+                                       window_length(fd, options.offset, options.length), options.length != 0);
   }
-  return std::make_shared<FileStore>(fd, buffered, take_ownership, options.writable, options.offset,
+  // A descriptor of its own (an open file of its own, not a duplicate): O_DIRECT must not change how the
+  // program's descriptor reads.
+  const int direct = options.direct ? open_direct(path, flags) : -1;
+  const bool has_direct = direct >= 0;
+  return std::make_shared<FileStore>(has_direct ? direct : fd, fd, has_direct || take_ownership, take_ownership,
+                                     options.writable, options.offset,
                                      window_length(fd, options.offset, options.length), options.length != 0);
 }
 
