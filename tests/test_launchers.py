@@ -260,7 +260,6 @@ def test_search_trials_start_on_the_free_workers_while_the_defaults_first_run_is
     search = rows[rows.kind == "search"]
     alongside = search[pd.to_datetime(search.run_started) < pd.Timestamp(defaults.run_ended)]
     assert len(alongside), "no search trial ran while the defaults' first run was in flight"
-    assert alongside.trial.min() < defaults.trial  # recorded before the defaults, in the order they ended
     assert in_flight("alongside") == []
 
 
