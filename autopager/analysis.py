@@ -38,7 +38,8 @@ class StudyResult:
 
     @property
     def trials(self) -> pd.DataFrame:
-        """The trials (the defaults' run first), without the kernel-mmap row."""
+        """The trials, without the kernel-mmap row (with several workers, search trials started beside the defaults'
+        first run may come before it)."""
         return self.table[self.table.kind != MMAP]
 
     @property
@@ -85,6 +86,10 @@ class StudyResult:
         if best is None:
             return None
         return {name: int(best[name]) for name in PARAMETERS if pd.notna(best[name])}
+
+    def default_value(self) -> float:
+        """The value of the defaults' first run (NaN if it has none)."""
+        return self.trials[self.trials.kind == "default"].value.iloc[0]
 
     def default_values(self) -> list[float]:
         """The defaults' run(s) that start the study (for a fixed-parameter study: those parameters)."""

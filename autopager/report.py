@@ -54,7 +54,7 @@ def plot_convergence(study: StudyResult):
     ax.step(curve.elapsed, curve.best, where="post", color="tab:green", label="best so far")
     defaults = study.default_values()
     if defaults:
-        ax.axhline(study.trials.value.iloc[0], color="black", linewidth=0.7, label="defaults")
+        ax.axhline(study.default_value(), color="black", linewidth=0.7, label="defaults")
     kernel = study.kernel_mmap()
     if kernel is not None and kernel.status == "ok":
         ax.axhline(kernel.value, color="tab:red", linewidth=0.8, linestyle="--", label="kernel mmap")
@@ -101,7 +101,7 @@ def mmap_comparison(study: StudyResult) -> pd.DataFrame | None:
     kernel, best = study.kernel_mmap(), study.best()
     if kernel is None or kernel.status != "ok" or best is None:
         return None
-    rows = [("kernel mmap", kernel.value, runs(kernel)), ("pager defaults", study.trials.value.iloc[0],
+    rows = [("kernel mmap", kernel.value, runs(kernel)), ("pager defaults", study.default_value(),
                                                           study.default_values()),
             (f"pager, best trial ({int(best.trial)})", best.value, runs(best))]
     return pd.DataFrame([{"run": label, study.metric: value, "runs": len(values), "least": min(values),
@@ -158,7 +158,7 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
         lines += ["No trial succeeded.", ""]
     else:
         if defaults:
-            reference = study.trials.value.iloc[0]
+            reference = study.default_value()
             lines += [f"The defaults: {format_value(reference, study.metric)}; the best trial ({int(best.trial)}): "
                       f"{format_value(best.value, study.metric)}, {study.speedup(best.value, reference):.2f}x the "
                       f"defaults.", ""]

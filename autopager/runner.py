@@ -99,6 +99,15 @@ def result_value(result: Mapping[str, Any]) -> tuple[float | None, str]:
     return float(value), ""
 
 
+def stopped(wall: float, limit: float, timeout: float, **output: Any) -> Measurement:
+    """A run killed at ``limit`` seconds: capped where that is below its ``timeout`` (slower than the cap allows; its
+    wall time a lower bound of its time), else timed out (failed). Killed by the runner's timeout, or by the tuner
+    (a trial launched before its cap was known)."""
+    capped = limit < timeout
+    error = f"capped after {limit:.3g} s (slower than the cap allows)" if capped else describe_exit(0, True, limit)
+    return Measurement(ok=False, wall_seconds=wall, error=error, capped=capped, timed_out=True, **output)
+
+
 def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
     if timed_out:
         return f"timed out after {timeout:.3g} s (killed)"
@@ -163,8 +172,9 @@ class Runner:
             with memory_cgroup(self.memory_limit) as cgroup:
                 run = self._result(*self._execute(self.workload.argv(), env, limit, cgroup))
             wall += run.wall_seconds
-            if run.timed_out and limit < timeout:
-                run.capped, run.error = True, f"capped after {limit:.3g} s (slower than the cap allows)"
+            if run.timed_out:
+                return stopped(wall, limit, timeout, values=values, stderr_tail=run.stderr_tail,
+                               pager_stats=run.pager_stats)
             if not run.ok:
                 run.wall_seconds, run.values = wall, values
                 return run

@@ -225,12 +225,17 @@ class Space:
             if self.feasible(params):
                 return params
 
+    def defaults_as_run(self) -> Params:
+        """The defaults as their run is recorded: a page size they leave to the pager is the one it chooses for the
+        buffer."""
+        if "page_size" in self.defaults:
+            return dict(self.defaults)
+        return {**self.defaults, "page_size": pager_page_size(self.defaults.get("buffer_size"))}
+
     def start(self) -> Params:
         """The defaults moved into the space: the nearest sampled value of each searched parameter (for a page
         size the defaults leave to the pager, the one it chooses for the buffer)."""
-        defaults = dict(self.defaults)
-        if "page_size" in self.dimensions and "page_size" not in defaults:
-            defaults["page_size"] = pager_page_size(defaults.get("buffer_size"))
+        defaults = self.defaults_as_run() if "page_size" in self.dimensions else dict(self.defaults)
         params = self.complete({n: d.nearest(defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
         if not self.feasible(params):
             pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]

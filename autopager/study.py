@@ -1,5 +1,14 @@
 """A study: the defaults' run, then the trials a strategy asks for, each appended to the study's table.
 
+With several workers (``launcher.workers`` > 1) the search does not wait for the defaults' first run: while it is
+in flight the free workers run trials the strategy proposes (Ax's first are Sobol points, which need no data; the
+other strategies are told to expect the defaults' point, so they do not propose it, and coordinate descent waits
+for its result). Those trials start without a cap, since no incumbent is known; once one is (the defaults' run
+ends), a trial still running past the cap is stopped by the tuner and recorded as capped, as the runner records a
+run it caps. The strategy is told the defaults' result when it comes. A defaults' run that fails, or shows that the
+program does not use the pager, ends the study as before; the trials started beside it are cancelled and left
+out of the table. With one worker the defaults' run ends before the search starts.
+
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
 configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.table), one row a trial: its
 parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error and the
@@ -44,7 +53,7 @@ from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, r
 from autopager.machine import this_machine
 from autopager.profiles import save_profile, write_profile
 from autopager.progress import Progress, format_value
-from autopager.runner import RESULT, Measurement, Runner
+from autopager.runner import RESULT, Measurement, Runner, stopped
 from autopager.settings import StudySettings
 from autopager.params import format_size
 from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
@@ -198,9 +207,41 @@ class Study:
         return row
 
     def finished(self) -> list[tuple[InFlight, dict[str, Any]]]:
-        """Wait for trials in flight to end; record each."""
+        """Wait for trials in flight to end; record each. A search trial launched before its limits were known
+        (``late_limits``) is stopped by the tuner once it runs past them, and recorded as the runner records a run
+        stopped there: capped (or, past the timeout, failed)."""
+        late = self.late_limits()
+        soonest = min((limit + startup - self.pool.running_seconds(entry) for entry, limit, _, startup in late),
+                      default=None)
+        ended = self.pool.wait(None if soonest is None else max(0.0, soonest))
+        for entry, limit, timeout, startup in late:
+            if entry.handle in self.pool.flying and self.pool.running_seconds(entry) >= limit + startup:
+                wall = self.pool.running_seconds(entry) - startup
+                entry.timeout, entry.cap = timeout, limit
+                ended.append((entry, TrialResult(stopped(wall, limit, timeout)), self.pool.stop(entry)))
         return [(entry, self.record(entry, result, Proposal(entry.started, begin, entry.ask_seconds, entry.proposed_by)))
-                for entry, result, begin in self.pool.wait()]
+                for entry, result, begin in ended]
+
+    def late_limits(self) -> list[tuple[InFlight, float, float, float]]:
+        """The search trials in flight that were launched without a cap (alongside the defaults' first run, before
+        any incumbent) and would now get a lower limit: each with the limit and timeout a trial launched now gets,
+        and the seconds its run is taken to start after its submission (the launch and the workload's preparation
+        on the node, as they took for the trial that sets the cap): the tuner cannot see when it started."""
+        if self.pool.launcher.workers == 1:
+            return []
+        default = self.measured_defaults()
+        reference = self.incumbent() or default
+        cap, timeout_now = self.cap_seconds(reference), self.timeout(default)
+        startup = max(0.0, reference["seconds"] - reference["wall_seconds"]) if reference else 0.0
+        late = []
+        for entry in self.pool.flying.values():
+            if entry.kind != Kind.SEARCH or entry.cap is not None:
+                continue
+            timeout = min(entry.timeout, timeout_now)
+            limit = timeout if cap is None else min(timeout, cap)
+            if limit < entry.timeout:
+                late.append((entry, limit, timeout, startup))
+        return late
 
     def measured(self, params: Params) -> dict[str, Any] | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
@@ -276,14 +317,16 @@ class Study:
                 with make_launcher(self.config.launcher, self.directory) as launcher:
                     self.pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
                                           OmegaConf.to_container(self.config.runner, resolve=True))
-                    self.rerun_left_trials()
+                    left = self.rerun_left_trials()
                     self.progress.loading(self.strategy_name)
                     launched = self.launch_defaults()
                     strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                              self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    if self.pool.launcher.workers > 1 and isinstance(launched, InFlight) and self.pool.count == 1:
+                        launched = self.search(strategy, None, alongside=launched)  # the other workers search
                     default = self.defaults(launched)
                     kernel = self.kernel_mmap(default)
-                    self.drain()  # the trials an earlier tuner left: in the table before the search
+                    self.drain(left)  # the trials an earlier tuner left: in the table before the search
                     self.search(strategy, default)
                     verdict = self.confirm(default)
                     self.drain()  # the defaults' runs of the search still in flight, without confirmation
@@ -292,7 +335,8 @@ class Study:
             finally:
                 self.lock.release()
 
-    def rerun_left_trials(self) -> None:
+    def rerun_left_trials(self) -> list[InFlight]:
+        """Launch again the trials an earlier tuner of the study left in flight; those trials."""
         if any(row["kind"] is Kind.DEFAULT and row["measured_by"] == RESULT for row in self.table.rows):
             self.runner.require_result()  # as the defaults' run showed, before the left trials are launched again
         again = self.pool.left_by_earlier_tuner(self.table.rows)
@@ -300,6 +344,7 @@ class Study:
             self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
         for entry in again:
             self.pool.submit(entry, result_required=not self.runner.times_process)
+        return again
 
     def begin(self) -> None:
         """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
@@ -309,6 +354,9 @@ class Study:
         self.table = StudyTable(self.directory / TABLE)
         (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
         resumed = len(self.table.rows)
+        self.searched_before = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
+        self.told_trials: set[int] = set()  # the rows the strategy has been told of
+        self.followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
         state = f"resuming after {resumed} trials" if resumed else "new"
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
@@ -318,9 +366,10 @@ class Study:
         if not prepared.ok:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
 
-    def drain(self) -> None:
-        """Record the trials in flight as they end."""
-        while self.pool.count:
+    def drain(self, entries: list[InFlight] | None = None) -> None:
+        """Record the trials in flight as they end (until none of ``entries`` is in flight, if given)."""
+        while self.pool.count if entries is None else any(self.pool.flying.get(entry.handle) is entry
+                                                          for entry in entries):
             for _, row in self.finished():
                 self.report(row, None)
 
@@ -354,20 +403,25 @@ class Study:
         if row["measured_by"] == RESULT:
             self.runner.require_result()
         if row["status"] is Status.FAILED:
-            raise StudyError(f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip())
-        self.check_uses_pager(row)
+            failure = f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip()
+        else:
+            failure = self.pager_unused(row)
+        if failure:
+            for entry in [entry for entry in self.pool.flying.values() if entry.kind == Kind.SEARCH]:
+                self.pool.drop(entry)  # started alongside the defaults: not measured, not to be run again
+            raise StudyError(failure)
         return row
 
-    def check_uses_pager(self, default: Mapping[str, Any]) -> None:
-        """A program that does not use the pager has nothing to tune: stop after the defaults, saying so."""
+    def pager_unused(self, default: Mapping[str, Any]) -> str | None:
+        """Why a program that does not use the pager has nothing to tune (the study stops after the defaults)."""
         if (self.strategy_name == "default" or self.settings.trials == 0 or default["status"] is not Status.OK
                 or (default["faults"] or 0) > 0):
-            return  # nothing to tune, or a run stopped before it could print its statistics
+            return None  # nothing to tune, or a run stopped before it could print its statistics
         seen = ("printed no pager statistics" if default["faults"] is None
                 else "took no page faults through the pager")
-        raise StudyError(f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the "
-                         f"pager, so its paging parameters cannot change its time; tuning would measure noise. "
-                         f"Run it on autopager (link libumap, or use autopager.memmap) and tune again")
+        return (f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the pager, so its "
+                f"paging parameters cannot change its time; tuning would measure noise. Run it on autopager (link "
+                f"libumap, or use autopager.memmap) and tune again")
 
     def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
         """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
@@ -389,21 +443,23 @@ class Study:
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
         return row
 
-    def search(self, strategy: Strategy, default: Mapping[str, Any]) -> None:
+    def search(self, strategy: Strategy, default: Mapping[str, Any] | None,
+               alongside: InFlight | None = None) -> dict[str, Any] | None:
         """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends.
-        It ends when no search trial is in flight: the defaults' runs still in flight end during the confirmation."""
-        for row in self.table.rows:  # the defaults, and a resumed study's trials
-            if row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default:
-                strategy.tell(row_params(row), *self.told(row), proposed_by=row.get("proposed_by"))
+        It ends when no search trial is in flight: the defaults' runs still in flight end during the confirmation.
+        ``alongside``: the defaults' first trial, in flight (``default`` is None): the free workers run the strategy's
+        trials until it ends, without a cap (none is known yet; ``finished`` caps them later); its row is returned."""
+        strategy.expect(None if alongside is None else self.space.defaults_as_run())
         limit = self.trial_limit(strategy.planned_trials())
-        done = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
-        self.progress.plan(self.strategy_name, strategy.planned_trials(), limit, done, default["wall_seconds"])
-        followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
+        self.tell_recorded(strategy, default, limit)
+        if default is not None:
+            done = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
+            self.progress.plan(self.strategy_name, strategy.planned_trials(), limit, done, default["wall_seconds"])
         proposing = True
         while True:
             waiting = False  # the strategy proposes nothing until a search trial in flight ends, or at all
             while proposing and self.pool.free():
-                if not self.within_budget(limit, self.pool.searching() + sum(map(len, followers.values()))):
+                if not self.within_budget(limit, self.pool.searching() + sum(map(len, self.followers.values()))):
                     proposing = False  # the budget only shrinks
                     break
                 if self.defaults_due():
@@ -418,7 +474,7 @@ class Study:
                                     strategy.proposed_by)
                 earlier = self.measured(params)
                 if earlier is None and key(params) in self.pool.keys():
-                    followers.setdefault(key(params), []).append((params, proposal))
+                    self.followers.setdefault(key(params), []).append((params, proposal))
                     continue
                 if earlier is not None:
                     row = self.reuse(earlier, proposal)
@@ -428,24 +484,51 @@ class Study:
                     row = self.launch(params, Kind.SEARCH, proposal, self.timeout(default),
                                       self.cap_seconds(self.incumbent() or default))
                 if not isinstance(row, InFlight):
-                    strategy.tell(params, *self.told(row))
+                    self.tell(strategy, row, params)
                     self.report(row, limit)
             searching = any(entry.kind == Kind.SEARCH for entry in self.pool.flying.values())
-            if not self.pool.count or (not searching and (waiting or not proposing)):
+            if alongside is None and (not self.pool.count or (not searching and (waiting or not proposing))):
                 break  # nothing more to propose: the defaults' runs still in flight end during the confirmation
+            ended = None
             for entry, row in self.finished():
-                if entry.kind != Kind.SEARCH or self.measure_again(entry, row):
+                if entry is alongside:
+                    ended = row  # told when the search goes on (``defaults`` reports it)
+                elif entry.kind != Kind.SEARCH or self.measure_again(entry, row):
                     self.report(row, None if entry.kind != Kind.SEARCH else limit)
-                    continue
-                strategy.tell(entry.params, *self.told(row), proposed_by=entry.proposed_by)
-                self.report(row, limit)
-                for params, proposal in followers.pop(key(entry.params), []):
-                    reused = self.reuse(row, proposal)
-                    strategy.tell(params, *self.told(reused))
-                    self.report(reused, limit)
-        if done and done == sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows):
+                else:
+                    self.tell(strategy, row, entry.params, entry.proposed_by)
+                    self.report(row, limit)
+                    self.answer_followers(strategy, row, limit)
+            if ended is not None:
+                return ended
+        if self.searched_before and self.searched_before == sum(row["kind"] in (Kind.SEARCH, Kind.REUSED)
+                                                                for row in self.table.rows):
             self.progress.print("study complete: every trial it plans was run before (raise budget.trials, or "
                                 "give another study.name, to run more)")
+        return None
+
+    def tell(self, strategy: Strategy, row: Mapping[str, Any], params: Params,
+             proposed_by: str | None = None) -> None:
+        self.told_trials.add(row["trial"])
+        strategy.tell(params, *self.told(row), proposed_by=proposed_by)
+
+    def tell_recorded(self, strategy: Strategy, default: Mapping[str, Any] | None, limit: int | None) -> None:
+        """Tell the strategy of the rows it has not been told of: the defaults', a resumed study's trials, and those
+        that ended while no search ran (started alongside the defaults' first run), except a trial being measured
+        again; answer the proposals that waited for them."""
+        continuing = {entry.continues for entry in self.pool.flying.values()}
+        for row in list(self.table.rows):
+            if ((row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default)
+                    and row["trial"] not in self.told_trials and row["trial"] not in continuing):
+                self.tell(strategy, row, row_params(row), row.get("proposed_by"))
+                self.answer_followers(strategy, row, limit)
+
+    def answer_followers(self, strategy: Strategy, row: Mapping[str, Any], limit: int | None) -> None:
+        """The proposals of a trial's parameters made while it was in flight: answered from its row."""
+        for params, proposal in self.followers.pop(key(row_params(row)), []):
+            reused = self.reuse(row, proposal)
+            self.tell(strategy, reused, params)
+            self.report(reused, limit)
 
     def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
         """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs
@@ -491,8 +574,9 @@ class Study:
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
         best = self.incumbent()
         default = next((row for row in self.ok_rows(Kind.DEFAULT)), None)
-        if limit is not None:  # trial numbers count the defaults' later runs and the kernel-mmap row too
-            limit += sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows) - 1
+        if limit is not None:  # trial numbers count the defaults' runs (the first, if still in flight) and the
+            limit += (sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows)  # kernel-mmap row too
+                      + (self.measured_defaults() is None) - 1)
         self.progress.trial(row, limit, best and best["value"], default["value"] if default else None)
 
     # --- the end ---------------------------------------------------------------------------------------

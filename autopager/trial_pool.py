@@ -19,6 +19,7 @@ class TrialPool:
         self.runner = dict(runner)
         self.flying: dict[str, InFlight] = {}    # handle -> trial
         self.begins: dict[str, float] = {}       # trial id -> perf_counter when asked for (or resubmitted)
+        self.submitted: dict[str, float] = {}    # trial id -> perf_counter when handed to the launcher
 
     @property
     def count(self) -> int:
@@ -42,17 +43,36 @@ class TrialPool:
         task = TrialTask(self.workload, self.runner, entry.params, entry.timeout, entry.cap,
                          1 if entry.continues is not None else None, result_required and not kernel_mmap, kernel_mmap)
         entry.handle = self.launcher.submit(task)
+        self.submitted[entry.id] = time.perf_counter()
         self.flying[entry.handle] = entry
         self.record.add(entry)
 
-    def wait(self) -> list[tuple[InFlight, TrialResult, float]]:
-        """The trials that finished, with their results and when (perf_counter) they were asked for."""
+    def wait(self, timeout: float | None = None) -> list[tuple[InFlight, TrialResult, float]]:
+        """The trials that finished (none if ``timeout`` seconds pass first), with their results and when
+        (perf_counter) they were asked for."""
         finished = []
-        for handle, result in self.launcher.wait():
+        for handle, result in self.launcher.wait(timeout):
             entry = self.flying.pop(handle, None)
             if entry is not None:
+                del self.submitted[entry.id]
                 finished.append((entry, result, self.begins.pop(entry.id)))
         return finished
+
+    def running_seconds(self, entry: InFlight) -> float:
+        """How long ago the trial was handed to the launcher."""
+        return time.perf_counter() - self.submitted[entry.id]
+
+    def stop(self, entry: InFlight) -> float:
+        """Cancel a trial in flight; when (perf_counter) it was asked for. It stays in the in-flight record until it
+        is recorded or dropped."""
+        self.launcher.cancel(entry.handle)
+        del self.flying[entry.handle], self.submitted[entry.id]
+        return self.begins.pop(entry.id)
+
+    def drop(self, entry: InFlight) -> None:
+        """Cancel a trial in flight and forget it: no row, no entry in the in-flight record."""
+        self.stop(entry)
+        self.record.remove(entry)
 
     def recorded(self, entry: InFlight) -> None:
         """The trial's row is in the table: strike it off."""

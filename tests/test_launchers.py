@@ -101,7 +101,7 @@ def processes() -> dict[int, tuple[int, str]]:
 
 def kill_a_trials_worker(process: subprocess.Popen, table_path: Path, size: int, deadline: float) -> str:
     """Once the defaults are recorded, SIGKILL the process that runs a trial (the workload's parent); its command."""
-    while not (table_path.is_file() and len(pd.read_csv(table_path)) >= 1):
+    while not (table_path.is_file() and (pd.read_csv(table_path).kind == "default").any()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
         time.sleep(0.05)
     while time.monotonic() < deadline:
@@ -247,3 +247,59 @@ def test_measuring_again_capping_and_confirmation_go_through_the_nodes(tuner_hom
     out = capsys.readouterr().out
     assert "confirmed best" in out and "confirmed on nodes" in out
     assert in_flight("noisy") == []
+
+
+def test_search_trials_start_on_the_free_workers_while_the_defaults_first_run_is_in_flight(tuner_home, ray_cluster):
+    # the defaults at 16MiB pages take ~2.5 s, several search trials' time
+    assert main(["tune", *GRID, "baseline.page_size=16MiB", "launcher=ray", f"launcher.address={ray_cluster}",
+                 "launcher.workers=2", "study.name=alongside"]) == 0
+    rows = table("alongside")
+    assert len(rows) == 1 + GRID_TRIALS and (rows.status == "ok").all()
+    assert list(rows.trial) == list(range(len(rows))) and not rows[rows.kind == "search"].duplicated(PARAMS).any()
+    defaults = rows[rows.kind == "default"].iloc[0]
+    search = rows[rows.kind == "search"]
+    alongside = search[pd.to_datetime(search.run_started) < pd.Timestamp(defaults.run_ended)]
+    assert len(alongside), "no search trial ran while the defaults' first run was in flight"
+    assert in_flight("alongside") == []
+
+
+# every parameter at the synthetic optimum, the defaults too; the one search point (1GiB pages) costs 22.6x them
+CHEAP_DEFAULTS_SLOW_POINT = [
+    "workload=synthetic", "workload.size=1000", "workload.buffer_size=16GiB", "runner.page_cache=evict",
+    "baseline.page_size=256KiB", "baseline.fillers=4", "baseline.evictors=2", "baseline.evict_high_water=80",
+    "baseline.evict_low_water=50", "baseline.read_ahead=4", "baseline.max_fault_events=2", "strategy=pagesize",
+    "space.page_size={values:[256KiB,1GiB]}", "runner.cap=2", "runner.cap_floor=0", "confirm.rounds=0",
+    "noise.defaults_runs=1", "noise.max_runs=1"]
+
+
+def test_a_trial_started_alongside_the_defaults_is_capped_by_the_tuner_once_their_time_is_known(tuner_home,
+                                                                                                 ray_cluster, capsys):
+    assert main(["tune", *CHEAP_DEFAULTS_SLOW_POINT, "launcher=ray", f"launcher.address={ray_cluster}",
+                 "launcher.workers=2", "study.name=capped"]) == 0
+    rows = table("capped")
+    assert list(rows.kind) == ["default", "search"]  # the defaults' point is not proposed again
+    defaults, slow = rows[rows.kind == "default"].iloc[0], rows[rows.kind == "search"].iloc[0]
+    assert pd.Timestamp(slow.started) < pd.Timestamp(defaults.started) + pd.Timedelta(seconds=defaults.seconds)
+    assert defaults.status == "ok" and slow.status == "capped" and pd.isna(slow.value)
+    assert slow.page_size == 1 << 30 and "capped after" in slow.error
+    assert slow.timeout == pytest.approx(2 * defaults.wall_seconds)  # the cap: 2x the incumbent, the defaults
+    assert slow.wall_seconds < 22.6 * defaults.wall_seconds / 2  # stopped, not run to its end (22.6x)
+    assert "1 capped" in capsys.readouterr().out
+    assert in_flight("capped") == []
+
+
+def test_trials_started_alongside_defaults_that_show_no_pager_are_cancelled(tuner_home, ray_cluster, capsys):
+    program = tuner_home / "no_pager.py"  # the defaults (no UMAP_PAGESIZE) end at once; a search trial sleeps
+    program.write_text("import os, time\ntime.sleep(60 if 'UMAP_PAGESIZE' in os.environ else 0.01)\n")
+    command = f"workload.command='{sys.executable} {program}'"
+    assert main(["tune", "workload=command", command, "runner.page_cache=keep", "strategy=random",
+                 "strategy.trials=5", "launcher=ray", f"launcher.address={ray_cluster}", "launcher.workers=2",
+                 "study.name=nopager"]) == 1
+    assert "printed no pager statistics" in capsys.readouterr().err
+    rows = pd.read_csv("outputs/command/nopager/trials.csv")
+    assert list(rows.kind) == ["default"]  # the cancelled trial is no result
+    assert json.loads(Path("outputs/command/nopager/in_flight.json").read_text()) == []
+    deadline = time.monotonic() + 120
+    while any(str(program) in command for _, command in processes().values()):
+        assert time.monotonic() < deadline, "the cancelled trial's program still runs"
+        time.sleep(0.5)

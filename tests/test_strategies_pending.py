@@ -66,3 +66,34 @@ def test_ax_goes_on_proposing_after_a_trial_measured_several_times_beside_single
     ax.tell(first[1], 2.0, 0.0)  # measured three times, the same each time (the synthetic workload)
     ax.tell(first[2], 2.5)
     assert all(point is not None for point in asks(ax, 2)) and ax.proposed_by == "MBM"
+
+
+def test_a_strategy_expecting_the_defaults_neither_proposes_them_nor_moves_before_their_result():
+    grid = strategy("grid")
+    defaults = grid.space.start()  # a point of the grid
+    grid.expect(defaults)
+    proposed = asks(grid, grid.space.grid_size())
+    assert proposed[-1] is None and key(defaults) not in {key(p) for p in proposed[:-1]}
+    assert len({key(p) for p in proposed[:-1]}) == grid.space.grid_size() - 1
+
+    coordinate = strategy("coordinate", order=["fillers", "page_size"], max_sweeps=1)
+    coordinate.expect(coordinate.space.start())
+    assert coordinate.ask() is None  # its line searches start from the defaults' result
+    coordinate.expect(None)
+    coordinate.tell(coordinate.space.start(), 10.0)
+    line = asks(coordinate, 2)
+    assert None not in line and all(p["fillers"] != defaults["fillers"] for p in line)
+
+
+def test_ax_is_told_the_defaults_after_proposing_trials_alongside_them():
+    ax = strategy("ax", initialization_trials=3, threads=1)
+    first = asks(ax, 2)
+    ax.tell(dict(BASELINE), 4.0)  # outside the space: not attached
+    inside = ax.space.complete({"page_size": 1 << 20, "fillers": 1})
+    ax.tell(inside, 3.0)  # attached beside the pending trials
+    for params, value in zip(first, (2.0, 1.0)):
+        ax.tell(params, value)
+    assert not any(ax.pending.values())
+    trials = ax.client._experiment.trials.values()
+    assert len(trials) == 3 and all(trial.status.is_completed for trial in trials)
+    assert ax.ask() is not None

@@ -5,7 +5,9 @@ parameters, and linear constraints, make each step many times slower): each para
 position in the space's sampled values, rounded to the nearest one. When both watermarks are searched, the
 low one is searched as a share of the values below the high one, so every proposal keeps
 ``evict_low_water < evict_high_water`` without a constraint.
-Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome.
+Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome, also
+while trials it proposed are running (with several workers the defaults' first run ends after the first Sobol
+trials were asked for).
 Several proposals may be in flight at once: each ``get_next_trials`` call leaves its trial RUNNING in Ax's
 experiment, and the next call treats the running ones as pending points (the Sobol step draws past them, the
 BoTorch step conditions its acquisition on them). When Ax will not propose while trials are pending (its

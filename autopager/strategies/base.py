@@ -8,7 +8,8 @@ the defaults' run that starts every study, and the finished trials of a resumed 
 each), so that it continues where it stopped. A failed trial is told as ``None``; a trial measured more than
 once comes with the standard error of its mean; a capped trial is told as a value worse than the incumbent's
 (the study's ``told``), never as the time it ran before it was stopped. ``proposed_by`` names what proposed
-the last parameters asked for, for the study's table.
+the last parameters asked for, for the study's table. With several workers the strategy is asked while the
+defaults' first run is still in flight: it is told to ``expect`` that point, so as not to propose it.
 """
 from __future__ import annotations
 
@@ -45,6 +46,11 @@ class Strategy(ABC):
     def save(self, directory: Path) -> None:
         """Keep the strategy's own state in the study's directory, for its analysis (most keep none)."""
 
+    def expect(self, params: Params | None) -> None:
+        """``params`` are being measured without having been asked for (the defaults' first run): not to be proposed,
+        and waited for like a proposal in flight, until told. None: no longer (its outcome is about to be told,
+        perhaps of other parameters: the page size the pager chose). Ax's proposals need no such care."""
+
     @abstractmethod
     def ask(self) -> Params | None:
         """The next parameters to measure, or None when the strategy is done."""
@@ -78,7 +84,8 @@ class SearchStrategy(Strategy):
     def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         self._losses: dict[Key, float | None] = {}
-        self._asked: set[Key] = set()      # proposed, not yet told
+        self._asked: set[Key] = set()      # proposed (or expected), not yet told
+        self._expected: Key | None = None
         self._search = self.search()
         self._waiting = False
 
@@ -102,7 +109,7 @@ class SearchStrategy(Strategy):
                 item = next(self._search)
                 if isinstance(item, Wait):
                     self._waiting = True
-                elif key(item) not in self._losses:
+                elif key(item) not in self._losses and key(item) != self._expected:
                     self._asked.add(key(item))
                     return item
         except StopIteration:
@@ -112,3 +119,10 @@ class SearchStrategy(Strategy):
              proposed_by: str | None = None) -> None:
         self._losses[key(params)] = self.loss(value)
         self._asked.discard(key(params))
+
+    def expect(self, params: Params | None) -> None:
+        if self._expected is not None:
+            self._asked.discard(self._expected)
+        self._expected = None if params is None else key(params)
+        if self._expected is not None:
+            self._asked.add(self._expected)
