@@ -28,7 +28,7 @@ def best(table):
 def test_grid_measures_every_point_and_finds_the_optimum(tuner_home, capsys):
     tune("strategy=grid", "space.page_size={min:64KiB,max:1MiB,factor:4}", "space.fillers={values:[2,4]}",
          "space.evictors={values:[1,2]}", "space.evict_high_water={values:[60,80]}",
-         "space.evict_low_water={values:[50,70]}", "space.read_ahead=4")
+         "space.evict_low_water={values:[50,70]}", "space.read_ahead=4", "space.direct_io=0")
     table = trials("grid-size1-buf64MiB")
     assert len(table) == 1 + 3 * 2 * 2 * 3  # the watermark pairs: 50/60, 50/80, 70/80
     assert table.kind[0] == "default" and table.value[0] == pytest.approx(DEFAULTS_SECONDS, rel=1e-3)
@@ -38,7 +38,7 @@ def test_grid_measures_every_point_and_finds_the_optimum(tuner_home, capsys):
 
 
 def test_coordinate_descent_finds_the_optimum_and_compares_with_page_size_only(tuner_home, capsys):
-    narrow = ["space.page_size={min:64KiB,max:1MiB,factor:2}", "space.read_ahead={values:[0,4]}",
+    narrow = ["space.page_size={min:64KiB,max:1MiB,factor:2}", "space.read_ahead={values:[0,4]}", "space.direct_io=0",
               "space.evict_high_water={min:60,max:100,step:10}", "space.evict_low_water={min:30,max:70,step:10}"]
     tune("strategy=pagesize", *narrow)
     pagesize = trials("pagesize-size1-buf64MiB")
