@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import format_size, parse_size  # noqa: E402
+from autopager.params import PARAMETERS, format_size, parse_size  # noqa: E402
 from autopager.machine import storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
@@ -48,19 +48,27 @@ KERNEL = "mmap"
 class Variant:
     label: str
     pager: bool             # False: the kernel's mmap
-    page_size: int | None   # None: the pager's own default
-    read_ahead: int | None = None  # None: the pager's own default
+    params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
         if not self.pager:
             return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        params = {"buffer_size": workload.buffer_size}
-        if self.page_size is not None:
-            params["page_size"] = self.page_size
-        if self.read_ahead is not None:
-            params["read_ahead"] = self.read_ahead
-        return Runner(workload, memory_limit=limit).measure(params, timeout)
+        return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size, **self.params},
+                                                            timeout)
+
+
+def variant_of(text: str) -> Variant:
+    """``page_size=1MiB,read_ahead=4``: a variant with those parameters, labelled by them."""
+    params = {}
+    for item in text.split(","):
+        name, _, value = item.partition("=")
+        if name not in PARAMETERS or not value:
+            raise SystemExit(f"bench_workloads: --variant {text!r}: {item!r} is not NAME=VALUE of a parameter "
+                             f"({', '.join(PARAMETERS)})")
+        params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
+    return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
+                   True, params)
 
 
 @dataclass
@@ -83,8 +91,7 @@ def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -
     load = os.getloadavg()[0]
     result = variant.run(workload, limit, timeout)
     command = workload.argv() if variant.pager else workload.kernel_mmap().argv()
-    return {"workload": workload.name, "variant": variant.label, "page_size": variant.page_size,
-            "read_ahead": variant.read_ahead, "limit": limit,
+    return {"workload": workload.name, "variant": variant.label, "params": variant.params, "limit": limit,
             "load": load, "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
             "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats}
 
@@ -150,6 +157,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="pager page sizes beside the pager's own default")
     parser.add_argument("--read-ahead", default="", help="comma-separated read_ahead values (pages), each "
                         "tried with every page size (default: the pager's own read-ahead only)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
+                        help="a pager variant with these parameters, e.g. page_size=1MiB,read_ahead=4,direct_io=1 "
+                        "(repeatable)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
@@ -165,10 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
-    variants = [Variant(KERNEL, False, None), Variant("pager defaults", True, None)]
+    variants = [Variant(KERNEL, False), Variant("pager defaults", True)]
     read_aheads = [int(r) for r in args.read_ahead.split(",") if r] or [None]
-    variants += [Variant(format_size(parse_size(s)) + ("" if r is None else f" ra{r}"), True, parse_size(s), r)
+    variants += [Variant(format_size(parse_size(s)) + ("" if r is None else f" ra{r}"), True,
+                         {"page_size": parse_size(s), **({} if r is None else {"read_ahead": r})})
                  for s in args.page_sizes.split(",") if s for r in read_aheads]
+    variants += [variant_of(text) for text in args.variant]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)
