@@ -41,7 +41,7 @@ from autopager import _native  # noqa: E402
 from autopager.machine import cpu_model, memory_bytes, storage  # noqa: E402
 from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
-from autopager.params import format_size, parse_size  # noqa: E402
+from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
 from autopager.workloads import locate_bin  # noqa: E402
 
 KERNEL = "mmap"
@@ -52,11 +52,13 @@ UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given
 class Variant:
     library: str              # "ours", "llnl" or KERNEL
     page_size: int | None     # None: the library's own default
+    settings: tuple[tuple[str, str], ...] = ()  # more of our paging parameters (name, value)
 
     @property
     def label(self) -> str:
         size = "default" if self.page_size is None else format_size(self.page_size)
-        return KERNEL if self.library == KERNEL else f"{self.library} {size}"
+        more = "".join(f" {name}={value}" for name, value in self.settings)
+        return KERNEL if self.library == KERNEL else f"{self.library} {size}{more}"
 
 
 @dataclasses.dataclass
@@ -124,6 +126,7 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
         env["UMAP_BUFSIZE"] = str(program.buffer_bytes // page)
         if variant.page_size is not None:
             env["UMAP_PAGESIZE"] = str(variant.page_size)
+        env.update({ENV_VARS[name]: value for name, value in variant.settings})
         elif variant.library == "ours":
             page = _native.page_size_for_buffer(program.buffer_bytes)  # what our pager picks for that buffer
     else:
@@ -191,6 +194,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--page-sizes", default="1MiB,4MiB", help="page sizes run by both pagers")
     parser.add_argument("--defaults", default="", help="pagers also run at their own defaults: ours, llnl or "
                         "ours,llnl (LLNL's are 4 KiB pages: about 700 s on the 4 GiB sort)")
+    parser.add_argument("--ours-with", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
+                        help="our library also at each page size with these parameters, e.g. direct_io=1,read_ahead=4 "
+                        "(repeatable)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sort-size", default="4GiB")
@@ -223,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [parse_size(s) for s in args.page_sizes.split(",")]
     variants = [Variant(lib, size) for size in sizes for lib in ("ours", "llnl")] + [Variant(KERNEL, None)]
     variants += [Variant(library, None) for library in args.defaults.split(",") if library]
+    for text in args.ours_with:
+        settings = tuple(tuple(item.split("=", 1)) for item in text.split(","))
+        unknown = [name for name, _ in settings if name not in ENV_VARS or name in ("page_size", "buffer_size")]
+        if unknown:
+            sys.exit(f"bench_llnl: --ours-with {text!r}: not a parameter besides page_size and buffer_size: {unknown}")
+        variants += [Variant("ours", size, settings) for size in sizes]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     shuffle = random.Random(0)
