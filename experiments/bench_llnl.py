@@ -126,9 +126,9 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
         env["UMAP_BUFSIZE"] = str(program.buffer_bytes // page)
         if variant.page_size is not None:
             env["UMAP_PAGESIZE"] = str(variant.page_size)
-        env.update({ENV_VARS[name]: value for name, value in variant.settings})
         elif variant.library == "ours":
             page = _native.page_size_for_buffer(program.buffer_bytes)  # what our pager picks for that buffer
+        env.update({ENV_VARS[name]: value for name, value in variant.settings})
     else:
         env["LD_LIBRARY_PATH"] = str(libraries["llnl"])
     record = {"program": program.name, "variant": variant.label, "page_size": page, "load": os.getloadavg()[0],
