@@ -1,7 +1,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <string>
 #include <system_error>
 
 #include "test_util.hpp"
@@ -87,41 +90,46 @@ void expect_round_trip(const std::shared_ptr<Store>& store, const ScratchFile& f
   EXPECT_EQ(wrong, 0u);
 }
 
+// Why `file`'s file system cannot be opened with O_DIRECT (tmpfs cannot); empty when it can.
+std::string direct_io_missing(const ScratchFile& file) {
+  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (probe < 0) return std::string("this file system does not support O_DIRECT: ") + std::strerror(errno);
+  close(probe);
+  return "";
+}
+
+// 64 pages and an unaligned tail, which goes through the page cache.
+const std::uint64_t kDirectFileSize = 64 * system_page_size() + 500;
+
 TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::uint64_t size = 64 * system_page_size() + 500;  // an unaligned tail goes through the page cache
-  ScratchFile file(size, 4);
-  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (probe < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
-  close(probe);
+  ScratchFile file(kDirectFileSize, 4);
+  if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
   FileStoreOptions options;
   options.direct = true;
-  expect_round_trip(make_file_store(file.path(), options), file, size);
+  expect_round_trip(make_file_store(file.path(), options), file, kDirectFileSize);
 }
 
 TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::uint64_t size = 64 * system_page_size() + 500;
-  ScratchFile file(size, 4);
+  ScratchFile file(kDirectFileSize, 4);
+  if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
   int fd = open(file.path().c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
-  if (fd < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
-  expect_round_trip(make_fd_store(fd, {}, true), file, size);
+  ASSERT_GE(fd, 0);
+  expect_round_trip(make_fd_store(fd, {}, true), file, kDirectFileSize);
 }
 
 // direct_io on a descriptor the program opened without O_DIRECT: the store reads and writes through a
 // descriptor of its own, and the program's descriptor keeps its flags.
 TEST(FileStore, DirectIoOnAProgramsDescriptorLeavesItsFlags) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const std::uint64_t size = 64 * system_page_size() + 500;
-  ScratchFile file(size, 4);
-  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (probe < 0) GTEST_SKIP() << "this file system does not support O_DIRECT: " << std::strerror(errno);
-  close(probe);
+  ScratchFile file(kDirectFileSize, 4);
+  if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
   int fd = open(file.path().c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   FileStoreOptions options;
   options.direct = true;
-  expect_round_trip(make_fd_store(fd, options, false), file, size);
+  expect_round_trip(make_fd_store(fd, options, false), file, kDirectFileSize);
   EXPECT_EQ(fcntl(fd, F_GETFL) & O_DIRECT, 0);
   EXPECT_EQ(close(fd), 0) << "the program's descriptor is still its own";
 }
