@@ -6,7 +6,7 @@ Each workload runs as configured in configs/workload/NAME.yaml (data several tim
 Every run starts with the page cache dropped and runs in a child memory cgroup limited to
 buffer_size + headroom (+ the program's own arrays, e.g. bfs's levels): the kernel's mmap gets that much
 memory for its page cache, the pager gets its buffer and the rest for its private memory and the page
-cache. With --read-ahead, each page size is also tried with each of those read_ahead values. Each variant
+cache. --variant adds the pager with any other parameters. Each variant
 runs --repeats times, the variants interleaved, and the median is reported.
 
     sudo python3 experiments/bench_workloads.py [--workloads bfs,sort] [--repeats 3]
@@ -155,8 +155,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workloads", default=",".join(WORKLOADS), help="comma-separated config names")
     parser.add_argument("--page-sizes", default="16KiB,64KiB,1MiB,4MiB",
                         help="pager page sizes beside the pager's own default")
-    parser.add_argument("--read-ahead", default="", help="comma-separated read_ahead values (pages), each "
-                        "tried with every page size (default: the pager's own read-ahead only)")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
                         help="a pager variant with these parameters, e.g. page_size=1MiB,read_ahead=4,direct_io=1 "
                         "(repeatable)")
@@ -176,10 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
     variants = [Variant(KERNEL, False), Variant("pager defaults", True)]
-    read_aheads = [int(r) for r in args.read_ahead.split(",") if r] or [None]
-    variants += [Variant(format_size(parse_size(s)) + ("" if r is None else f" ra{r}"), True,
-                         {"page_size": parse_size(s), **({} if r is None else {"read_ahead": r})})
-                 for s in args.page_sizes.split(",") if s for r in read_aheads]
+    variants += [Variant(format_size(parse_size(s)), True, {"page_size": parse_size(s)})
+                 for s in args.page_sizes.split(",") if s]
     variants += [variant_of(text) for text in args.variant]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
