@@ -2,6 +2,7 @@
 report and the evaluation's summary (the paper's Table II: CPU, cores, memory, storage, kernel)."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from typing import Any
+from typing import Any, Iterator
 
 from autopager.params import format_size, system_page_size
 from autopager.workloads import config_dir, locate_bin
@@ -39,19 +40,55 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def storage(path: Path) -> str:
-    """The block device holding ``path``, as /sys describes it."""
+def block_device(path: Path) -> Path | None:
+    """The /sys directory of the block device holding ``path`` (a partition's own, when on one)."""
     device = os.stat(path).st_dev
     block = Path(f"/sys/dev/block/{os.major(device)}:{os.minor(device)}")
-    if not block.exists():
+    return block if block.exists() else None
+
+
+def device_queue(path: Path) -> Path | None:
+    """The request queue's settings of the disk holding ``path`` (the whole disk's, for a partition)."""
+    block = block_device(path)
+    if block is None:
+        return None
+    return block / "queue" if (block / "queue").exists() else block.resolve().parent / "queue"
+
+
+def read_ahead_file(path: Path) -> Path | None:
+    """The disk's read-ahead setting, in KiB: what the kernel's mmap reads around a fault at most."""
+    queue = device_queue(path)
+    return queue / "read_ahead_kb" if queue and (queue / "read_ahead_kb").exists() else None
+
+
+@contextlib.contextmanager
+def read_ahead_of_disk(path: Path, kib: int | None) -> Iterator[None]:
+    """The disk holding ``path`` reads ahead ``kib`` KiB (None: as it is) until the block ends, then as before.
+    Needs root."""
+    setting = read_ahead_file(path) if kib is not None else None
+    if kib is not None and setting is None:
+        raise OSError(f"no read-ahead setting for the disk of {path}")
+    before = setting.read_text().strip() if setting else None
+    if setting:
+        setting.write_text(str(kib))
+    try:
+        yield
+    finally:
+        if setting:
+            setting.write_text(before)
+
+
+def storage(path: Path) -> str:
+    """The block device holding ``path``, as /sys describes it."""
+    block, queue = block_device(path), device_queue(path)
+    if block is None:
         return "unknown"
     name = block.resolve().name
-    queue = block / "queue" if (block / "queue").exists() else block.parent / "queue"
     rotational = (queue / "rotational").read_text().strip() if (queue / "rotational").exists() else "?"
     size = int((block / "size").read_text()) * 512 if (block / "size").exists() else 0
     kind = "virtual disk" if name.startswith("vd") else "rotational" if rotational == "1" else "SSD"
-    # The kernel's mmap reads around a fault by up to the device's read-ahead: state it beside its figures.
-    read_ahead = (queue / "read_ahead_kb").read_text().strip() if (queue / "read_ahead_kb").exists() else "?"
+    setting = read_ahead_file(path)
+    read_ahead = setting.read_text().strip() if setting else "?"
     return f"/dev/{name} ({kind}, {format_size(size >> 30 << 30)}, read-ahead {read_ahead} KiB)"
 
 

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autopager import _native  # noqa: E402
-from autopager.machine import cpu_model, memory_bytes, storage  # noqa: E402
+from autopager.machine import cpu_model, memory_bytes, read_ahead_of_disk, storage  # noqa: E402
 from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
 from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
@@ -53,12 +53,15 @@ class Variant:
     library: str              # "ours", "llnl" or KERNEL
     page_size: int | None     # None: the library's own default
     settings: tuple[tuple[str, str], ...] = ()  # more of our paging parameters (name, value)
+    disk_read_ahead_kib: int | None = None  # the kernel's: the disk's read-ahead for its runs (None: as it is)
 
     @property
     def label(self) -> str:
+        if self.library == KERNEL:
+            return KERNEL if self.disk_read_ahead_kib is None else f"{KERNEL}, read-ahead {self.disk_read_ahead_kib} KiB"
         size = "default" if self.page_size is None else format_size(self.page_size)
         more = "".join(f" {name}={value}" for name, value in self.settings)
-        return KERNEL if self.library == KERNEL else f"{self.library} {size}{more}"
+        return f"{self.library} {size}{more}"
 
 
 @dataclasses.dataclass
@@ -136,7 +139,8 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
     if not drop_page_cache():
         sys.exit("bench_llnl: dropping the page cache needs root")
     limit = program.buffer_bytes + parse_size(args.mmap_headroom) if variant.library == KERNEL else None
-    with MemoryLimit(limit) if limit else _no_limit() as cgroup:
+    with MemoryLimit(limit) if limit else _no_limit() as cgroup, \
+            read_ahead_of_disk(Path(args.data_dir), variant.disk_read_ahead_kib):
         start = time.perf_counter()
         try:
             proc = subprocess.run(program.command(variant, page), env=env, capture_output=True, text=True,
@@ -197,6 +201,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ours-with", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
                         help="our library also at each page size with these parameters, e.g. direct_io=1,read_ahead=4 "
                         "(repeatable)")
+    parser.add_argument("--kernel-read-ahead", default="", metavar="KiB[,KiB...]",
+                        help="the kernel's mmap also with the disk's read-ahead set to each of these (e.g. 128, the "
+                        "kernel's usual default), restored after each run; needs root")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--sort-size", default="4GiB")
@@ -229,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [parse_size(s) for s in args.page_sizes.split(",")]
     variants = [Variant(lib, size) for size in sizes for lib in ("ours", "llnl")] + [Variant(KERNEL, None)]
     variants += [Variant(library, None) for library in args.defaults.split(",") if library]
+    variants += [Variant(KERNEL, None, disk_read_ahead_kib=int(kib)) for kib in args.kernel_read_ahead.split(",") if kib]
     for text in args.ours_with:
         settings = tuple(tuple(item.split("=", 1)) for item in text.split(","))
         unknown = [name for name, _ in settings if name not in ENV_VARS or name in ("page_size", "buffer_size")]
