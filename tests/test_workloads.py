@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import corrupt_bfs_vertex_zero
+
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
 NATIVE = ("bfs", "sort", "kv", "randio", "stream", "lookup")
@@ -178,3 +180,38 @@ def test_numpy_gather_bad_argument():
 def test_help_lists_the_options():
     proc = run("randio", "--help")
     assert proc.returncode == 0 and "--write-percent" in proc.stdout and "--mmap" in proc.stdout
+
+
+# The programs that skip an expensive check when asked for their checksum only; the others check every read.
+CHECKSUM_ONLY = ("bfs", "sort", "stream")
+
+
+@pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
+def test_checksum_mode_keeps_the_checksum_and_says_what_it_checked(name, argv, data_dir):
+    program, *args = argv
+    args += ["--data-dir", str(data_dir), "--threads", "2", "--mmap"]
+    assert run(program, *args, "--generate").returncode == 0
+    full = result_line(run(program, *args))
+    cheap = result_line(run(program, *args, env={"AUTOPAGER_VALIDATE": "checksum"}))
+    assert full["validation"] == "full" and full["check"] == cheap["check"] == "ok"
+    assert cheap["validation"] == ("checksum" if program in CHECKSUM_ONLY else "full")
+    assert cheap["checksum"] == full["checksum"] != ""
+
+
+def test_bfs_full_validation_catches_what_checksum_mode_leaves_to_the_checksum(tmp_path):
+    args = ["--scale", "10", "--data-dir", str(tmp_path), "--mmap"]
+    assert run("bfs", "--generate", *args).returncode == 0
+    intact = result_line(run("bfs", *args, env={"AUTOPAGER_VALIDATE": "checksum"}))
+    corrupt_bfs_vertex_zero(tmp_path, 10)
+    full = run("bfs", *args)
+    assert full.returncode == 1 and "check failed: edge" in full.stderr
+    assert json.loads(full.stdout.splitlines()[-1])["validation"] == "full"
+    cheap = result_line(run("bfs", *args, env={"AUTOPAGER_VALIDATE": "checksum"}))
+    assert cheap["check"] == "ok" and cheap["validation"] == "checksum"  # the edge check was skipped
+    assert cheap["checksum"].startswith("reached 1 depth 0") and cheap["checksum"] != intact["checksum"]
+
+
+@pytest.mark.parametrize("program", NATIVE)
+def test_an_unknown_validation_is_a_usage_error(program, tmp_path):
+    proc = run(program, "--data-dir", str(tmp_path), env={"AUTOPAGER_VALIDATE": "some"})
+    assert proc.returncode == 2 and "AUTOPAGER_VALIDATE must be full or checksum, not 'some'" in proc.stderr

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "progress.hpp"
+#include "random.hpp"
 
 namespace workloads {
 
@@ -90,6 +92,27 @@ void read_file(const std::string& path, const ChunkReader& reader, std::size_t a
     reader(offset, buffer.data(), length);
   }
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+std::uint64_t read_sampled_words(const std::string& path, std::uint64_t samples, const WordReader& reader) {
+  Descriptor file{::open(path.c_str(), O_RDONLY)};
+  if (file.fd < 0) throw DataError("cannot open data file " + path + ": " + std::strerror(errno));
+  const std::uint64_t words = file_size(path) / sizeof(std::uint64_t);
+  const std::uint64_t count = std::min(samples, words);
+  std::uint64_t hash = 0;
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::uint64_t index =
+        count == 1 ? 0 : static_cast<std::uint64_t>(static_cast<unsigned __int128>(k) * (words - 1) / (count - 1));
+    std::uint64_t word = 0;
+    const ssize_t n = ::pread(file.fd, &word, sizeof word, index * sizeof word);
+    if (n != sizeof word) {
+      throw DataError("cannot read data file " + path + (n < 0 ? ": " + std::string(std::strerror(errno)) : ": truncated"));
+    }
+    reader(index, word);
+    hash = mix64(hash ^ word);
+  }
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+  return hash;
 }
 
 }  // namespace workloads

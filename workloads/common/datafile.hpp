@@ -36,4 +36,11 @@ using ChunkReader = std::function<void(std::uint64_t offset, const char* data, s
 // it from the page cache.
 void read_file(const std::string& path, const ChunkReader& reader, std::size_t align = 8);
 
+// Receives a 64-bit word of a file and its index (the word at byte 8 * index).
+using WordReader = std::function<void(std::uint64_t index, std::uint64_t word)>;
+// Reads `samples` words of `path` spread evenly over it, the first and the last included (every word of a
+// smaller file), in order, one pread each: a look at the whole file that costs little whatever its size.
+// Returns a hash of the words read.
+std::uint64_t read_sampled_words(const std::string& path, std::uint64_t samples, const WordReader& reader);
+
 }  // namespace workloads

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -19,6 +20,14 @@ void add_common_options(Options& options) {
   options.add_flag("generate", "only make the data (reused when already there) and exit");
 }
 
+Validation read_validation() {
+  const char* text = std::getenv("AUTOPAGER_VALIDATE");
+  const std::string value = text == nullptr ? "" : text;
+  if (value.empty() || value == "full") return Validation::full;
+  if (value == "checksum") return Validation::checksum;
+  throw UsageError("AUTOPAGER_VALIDATE must be full or checksum, not '" + value + "'");
+}
+
 Settings read_common_options(const Options& options) {
   Settings settings;
   settings.data_dir = options.text("data-dir");
@@ -26,6 +35,7 @@ Settings read_common_options(const Options& options) {
   settings.threads = static_cast<unsigned>(options.integer("threads", 1, 1024));
   settings.backend = options.flag("mmap") ? Backend::kernel : Backend::pager;
   settings.generate_only = options.flag("generate");
+  settings.validation = read_validation();
   omp_set_num_threads(static_cast<int>(settings.threads));
   return settings;
 }
@@ -49,10 +59,11 @@ std::string json_string(const std::string& text) {
 }
 
 void print_result(const std::string& program, const Settings& settings, const Result& result) {
-  std::printf("{\"metric\": %s, \"value\": %.9g, \"goal\": %s, \"mode\": %s, \"check\": %s, \"workload\": %s, "
-              "\"threads\": %u, \"checksum\": %s, \"stats\": %s}\n",
+  std::printf("{\"metric\": %s, \"value\": %.9g, \"goal\": %s, \"mode\": %s, \"check\": %s, \"validation\": %s, "
+              "\"workload\": %s, \"threads\": %u, \"checksum\": %s, \"stats\": %s}\n",
               json_string(result.metric).c_str(), result.value, json_string(result.goal).c_str(),
               json_string(result.mode.empty() ? backend_name(settings.backend) : result.mode).c_str(), json_string(result.check).c_str(),
+              result.validation == Validation::full ? "\"full\"" : "\"checksum\"",
               json_string(program).c_str(), settings.threads, json_string(result.checksum).c_str(),
               result.stats.empty() ? "null" : result.stats.c_str());
   std::fflush(stdout);
