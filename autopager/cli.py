@@ -81,6 +81,7 @@ RUN_WHAT = """\
 Run a workload with its profile (the newest found on this machine, or profile=NAME): the parameters the
 profile's study searched, over the defaults (the buffer size stays this run's, workload.buffer_size).
 run.rounds=N runs the defaults and the profile N times each, interleaved, and prints both with their spread;
+the first run validates the program's answer in full, the later ones only its checksum, which must be the first's;
 run.other_data=refuse refuses a profile found for another workload or data size (default: warn)."""
 
 
@@ -200,10 +201,14 @@ def run_job(config: DictConfig, choices: Mapping[str, str]) -> int:
     if not prepared.ok:
         raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}".rstrip())
 
+    checksum: str | None = None  # the first run's, which validated its answer in full: the later runs must print it
+
     def measure(params: Params) -> float:
-        result = plan.runner.measure(params, plan.timeout)
+        nonlocal checksum
+        result = plan.runner.measure(params, plan.timeout, checksum=checksum)
         if not result.ok:
             raise StudyError(f"the run failed: {result.error}\n{result.stderr_tail}".rstrip())
+        checksum = result.checksum
         return result.value
 
     metric = workload.metric

@@ -57,7 +57,8 @@ def trial_row(trial: int, kind: Kind, params: Params, result: Measurement, limit
         "seconds": time.perf_counter() - proposal.begin, "timeout": limit, "exit_code": result.exit_code,
         "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,
         "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by, "reused_from": None,
-        "confirms": confirms, "measured_by": result.measured_by, **{name: stats.get(name) for name in STATS},
+        "confirms": confirms, "measured_by": result.measured_by, "checksum": result.checksum,
+        **{name: stats.get(name) for name in STATS},
     }
 
 

@@ -12,8 +12,14 @@ own of that size (autopager/memory_limit.py). The metric is the value of the JSO
 standard output, or, for workloads that allow it (``time_process``, a metric in seconds to minimize, and a
 program that has not printed a result before: ``require_result``), the process's wall time.
 
-A crash, a timeout, a kill (the out-of-memory killer's SIGKILL included) or output without a result makes a
-failed run, described in ``error``; it never raises.
+The answer is checked through the ``checksum`` a result line may carry (a summary of the answer, the same
+whatever the paging parameters). Given the checksum of a reference run (a study's: the defaults' first run, which
+validated its answer in full), the runs skip their workload's expensive checks (``AUTOPAGER_VALIDATE=checksum``:
+no re-reading of the whole data) and must print that checksum; without one the first run validates in full
+(``AUTOPAGER_VALIDATE`` unset) and is the reference of the others. A run whose checksum differs is a wrong answer.
+
+A crash, a timeout, a kill (the out-of-memory killer's SIGKILL included), output without a result or a wrong
+answer makes a failed run, described in ``error``; it never raises.
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ from autopager.settings import RunnerSettings
 from autopager.workloads import Workload
 
 RESULT, WALL_TIME = "result", "wall time"  # what a run's value is: the program's result line, or its wall time
+VALIDATE = "AUTOPAGER_VALIDATE"  # unset: the workload validates its answer in full
+CHECKSUM_ONLY = {VALIDATE: "checksum"}  # the workload skips its expensive checks; its checksum is compared
 
 
 def death_signal_launcher() -> list[str]:
@@ -66,10 +74,11 @@ class Measurement:
     capped: bool = False               # stopped at the cap: slower than the cap allowed (not ok)
     timed_out: bool = False
     pager_stats: dict[str, float] | None = None  # autopager.pagerstats of the last run, if it printed them
+    checksum: str | None = None        # the answer's checksum the program printed, if it printed one
 
 
 def environment(params: Mapping[str, Any]) -> dict[str, str]:
-    env = {name: value for name, value in os.environ.items() if name not in ENV_VARS.values()}
+    env = {name: value for name, value in os.environ.items() if name not in (*ENV_VARS.values(), VALIDATE)}
     env.update(to_environment({name: value for name, value in params.items() if value is not None}))
     return env
 
@@ -97,6 +106,11 @@ def result_value(result: Mapping[str, Any]) -> tuple[float | None, str]:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None, f'the result\'s "value" is not a finite number: {value!r}'
     return float(value), ""
+
+
+def wrong_answer(checksum: str | None, expected: str, whose: str) -> str:
+    printed = f"checksum {checksum!r}" if checksum else "no checksum"
+    return f"wrong answer: {printed} differs from {whose} {expected!r}"
 
 
 def stopped(wall: float, limit: float, timeout: float, **output: Any) -> Measurement:
@@ -161,27 +175,36 @@ class Runner:
         return self._execute(argv, environment({}), timeout=None)[0] if argv else Measurement(ok=True)
 
     def measure(self, params: Mapping[str, Any], timeout: float, cap: float | None = None,
-                runs: int | None = None) -> Measurement:
+                runs: int | None = None, checksum: str | None = None) -> Measurement:
         """Run ``runs`` (default ``repeats``) times, stopping at the first run that fails or is capped, and keep the
-        median. A run is killed after ``timeout`` seconds (failed) or, if smaller, ``cap`` seconds (capped)."""
+        median. A run is killed after ``timeout`` seconds (failed) or, if smaller, ``cap`` seconds (capped).
+        ``checksum``: the reference run's; the runs validate only their checksum, which must be it. Without it the
+        first run validates in full and its checksum is the reference of the others."""
         env = {**environment(params), **PRINT_STATS}
         limit = timeout if cap is None else min(timeout, cap)
         values, wall, last = [], 0.0, Measurement(ok=True)
+        expected, whose = checksum, "the reference run's"
         for _ in range(runs or self.repeats):
             self.empty_page_cache()
             with memory_cgroup(self.memory_limit) as cgroup:
-                run = self._result(*self._execute(self.workload.argv(), env, limit, cgroup))
+                run_env = env if expected is None else {**env, **CHECKSUM_ONLY}
+                run = self._result(*self._execute(self.workload.argv(), run_env, limit, cgroup))
             wall += run.wall_seconds
             if run.timed_out:
                 return stopped(wall, limit, timeout, values=values, stderr_tail=run.stderr_tail,
                                pager_stats=run.pager_stats)
+            if run.ok and expected is not None and run.checksum != expected:
+                run.ok, run.value, run.error = False, None, wrong_answer(run.checksum, expected, whose)
             if not run.ok:
                 run.wall_seconds, run.values = wall, values
                 return run
+            if expected is None and run.checksum is not None:
+                expected, whose = run.checksum, "the first run's"
             values.append(run.value)
             last = run
         return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall, exit_code=0,
-                           stats=last.stats, measured_by=last.measured_by, pager_stats=last.pager_stats)
+                           stats=last.stats, measured_by=last.measured_by, pager_stats=last.pager_stats,
+                           checksum=expected)
 
     def _execute(self, argv: Sequence[str], env: Mapping[str, str], timeout: float | None,
                  cgroup: MemoryLimit | None = None) -> tuple[Measurement, str]:
@@ -229,8 +252,9 @@ class Runner:
         result = last_json_object(stdout)
         if result is not None and "value" in result:
             value, error = result_value(result)
-            stats = result.get("stats")
+            stats, checksum = result.get("stats"), result.get("checksum")
             run.stats = stats if isinstance(stats, dict) else {}
+            run.checksum = str(checksum) if checksum not in (None, "") else None
             run.measured_by = RESULT
         elif self.times_process:
             value, error = run.wall_seconds, ""

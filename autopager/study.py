@@ -11,14 +11,19 @@ out of the table. With one worker the defaults' run ends before the search start
 
 The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
 configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.table), one row a trial: its
-parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error and the
-tail of stderr, when it was asked for, how long the strategy took to propose it and what proposed it. The table is
-rewritten after every trial. Trials run through the study's launcher (autopager.launchers), ``launcher.workers``
-at once, each with the node it ran on and when its run started and ended there; the trials in flight are listed
+parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error, the
+tail of stderr, the checksum of its answer, when it was asked for, how long the strategy took to propose it and
+what proposed it. The table is rewritten after every trial. Trials run through the study's launcher
+(autopager.launchers), ``launcher.workers`` at once, each with the node it ran on and when its run started and ended there; the trials in flight are listed
 in ``in_flight.json`` (autopager.in_flight), so a study killed at any moment loses no finished trial; running it
 again (same workload, space, strategy and study name) runs again the trials that were in flight, gives the
 finished trials back to the strategy and goes on. SIGTERM ends the study as Ctrl-C does: the trials in flight
 are killed, the finished ones are kept.
+
+The defaults' first run is the reference: it validates the program's answer in full, and its checksum (a summary
+of the answer the workload prints, in the table's ``checksum`` column) is what every later run of the study must
+print; those runs skip their workload's expensive checks (autopager.runner). A run that prints another checksum
+has failed: a wrong answer.
 
 A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
 its points to one point of the sampled space): that trial is not run again; its recorded result is given
@@ -186,7 +191,8 @@ class Study:
         if not self.space.feasible(params):
             failure = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
             return self.record(entry, TrialResult(failure), proposal)
-        self.pool.submit(entry, proposal.begin, result_required=not self.runner.times_process)
+        self.pool.submit(entry, proposal.begin, result_required=not self.runner.times_process,
+                         checksum=self.reference_checksum())
         return entry
 
     def record(self, entry: InFlight, result: TrialResult, proposal: Proposal) -> dict[str, Any]:
@@ -343,7 +349,7 @@ class Study:
         if again:
             self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
         for entry in again:
-            self.pool.submit(entry, result_required=not self.runner.times_process)
+            self.pool.submit(entry, result_required=not self.runner.times_process, checksum=self.reference_checksum())
         return again
 
     def begin(self) -> None:
@@ -377,6 +383,13 @@ class Study:
         """The defaults' first trial that did not fail, if the study has it."""
         return next((row for row in self.table.rows
                      if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED), None)
+
+    def reference_checksum(self) -> str | None:
+        """The checksum of the defaults' first run, which validated its answer in full: every later run (a search
+        trial, the defaults again, a confirmation, the kernel's mmap) validates only its checksum, which must be
+        this one. None until that run has ended, or if it printed none: then runs validate as they always do."""
+        default = self.measured_defaults()
+        return default["checksum"] if default else None
 
     def launch_defaults(self) -> InFlight | dict[str, Any] | None:
         """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running

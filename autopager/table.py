@@ -54,7 +54,7 @@ ENUMS: dict[str, type[enum.Enum]] = {"kind": Kind, "status": Status}
 REQUIRED = ("trial", "kind", "status", "value")
 COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
            "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from", "confirms",
-           "measured_by", *STATS, "node", "run_started", "run_ended"]
+           "measured_by", "checksum", *STATS, "node", "run_started", "run_ended"]
 RUNS_SEPARATOR = ";"
 PROFILE = "profile"  # proposed_by of a confirmation run of the saved profile's parameters
 

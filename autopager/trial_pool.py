@@ -35,13 +35,15 @@ class TrialPool:
     def keys(self) -> set[Key]:
         return {key(entry.params) for entry in self.flying.values()}
 
-    def submit(self, entry: InFlight, begin: float | None = None, result_required: bool = False) -> None:
+    def submit(self, entry: InFlight, begin: float | None = None, result_required: bool = False,
+               checksum: str | None = None) -> None:
         entry.launcher = self.launcher.settings.name
         self.begins[entry.id] = time.perf_counter() if begin is None else begin
         self.record.add(entry)  # before it can start: a tuner killed now finds it at its next start
         kernel_mmap = entry.kind == Kind.MMAP
         task = TrialTask(self.workload, self.runner, entry.params, entry.timeout, entry.cap,
-                         1 if entry.continues is not None else None, result_required and not kernel_mmap, kernel_mmap)
+                         1 if entry.continues is not None else None, result_required and not kernel_mmap, kernel_mmap,
+                         checksum)
         entry.handle = self.launcher.submit(task)
         self.submitted[entry.id] = time.perf_counter()
         self.flying[entry.handle] = entry

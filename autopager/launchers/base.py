@@ -38,6 +38,7 @@ class TrialTask:
     runs: int | None = None            # None: runner.repeats
     result_required: bool = False      # the program prints a result line: a run without one has failed
     kernel_mmap: bool = False          # the workload's kernel-mmap mode in a memory cgroup (baseline.mmap)
+    checksum: str | None = None        # the reference run's: the runs validate only their checksum, which must be it
 
 
 @dataclass

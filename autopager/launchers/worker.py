@@ -32,5 +32,5 @@ def run_trial(task: TrialTask) -> TrialResult:
                               stderr_tail=prepared.stderr_tail)
         return TrialResult(failure, node=node)
     started = now()
-    measurement = runner.measure(task.params, task.timeout, task.cap, task.runs)
+    measurement = runner.measure(task.params, task.timeout, task.cap, task.runs, task.checksum)
     return TrialResult(measurement, node=node, run_started=started, run_ended=now())
