@@ -282,7 +282,7 @@ def lmdb_digest(directory: Path) -> tuple[str, int]:
     """The database's records hashed in key order, and their number, read in this process (the kernel's mmap)."""
     import hashlib
     import lmdb
-    env = lmdb.open(str(directory), readonly=True, lock=False)
+    env = lmdb.open(str(directory), map_size=64 << 20, readonly=True, lock=False)
     try:
         digest = hashlib.sha256()
         with env.begin() as txn:
