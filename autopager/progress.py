@@ -11,11 +11,18 @@ import threading
 import time
 from typing import Any, Iterable, Mapping, TextIO
 
+from autopager.params import format_size
 from autopager.space import show, show_params
 
 
 def format_value(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.4g} {metric}"
+
+
+def defaults_pages(default: Mapping[str, Any]) -> str:
+    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given)."""
+    size = default.get("page_size") or default.get("pager_page_size")
+    return f", pages of {format_size(size)}" if size else ""
 
 
 def speedup(value: float, reference: float, goal: str) -> float:
@@ -90,7 +97,9 @@ class Progress:
         thread.start()
 
     def trial(self, row: Mapping[str, Any], planned: int | None, best: float | None,
-              default: float | None) -> None:
+              default: float | None, defaults_trial: int | None) -> None:
+        """A trial's result line; ``defaults_trial``: the defaults' first trial, whose confirmation runs show as the
+        defaults (they leave the page size to the pager, as the defaults' own runs)."""
         if self._ticking:
             thread, stop = self._ticking
             stop.set()
@@ -104,7 +113,9 @@ class Progress:
         else:
             outcome = f"FAILED ({row['error']})"
         gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if None not in (best, default) else ""
-        shown = "defaults" if row["kind"] == "default" else show_params(
+        of_defaults = row["kind"] == "default" or (row["kind"] == "confirm" and defaults_trial is not None
+                                                   and row.get("confirms") == defaults_trial)
+        shown = f"defaults{defaults_pages(row)}" if of_defaults else show_params(
             {name: row[name] for name in self.searched})
         if row["kind"] == "reused":
             shown += f"  (measured in trial {row['reused_from']}: not run again)"

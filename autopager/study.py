@@ -57,7 +57,7 @@ from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, r
                                  trial_row)
 from autopager.machine import this_machine
 from autopager.profiles import save_profile, write_profile
-from autopager.progress import Progress, format_value
+from autopager.progress import Progress, defaults_pages, format_value
 from autopager.runner import RESULT, Measurement, Runner, stopped
 from autopager.settings import StudySettings
 from autopager.params import format_size
@@ -97,12 +97,6 @@ def identity(config: Mapping[str, Any], key: str) -> Any:
     for part in key.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     return {k: v for k, v in value.items() if k != MMAP_SETTING} if key == "baseline" and value else value
-
-
-def defaults_pages(default: Mapping[str, Any]) -> str:
-    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given)."""
-    size = default.get("page_size") or default.get("pager_page_size")
-    return f", pages of {format_size(size)}" if size else ""
 
 
 def default_name(strategy: str, space: str, size: Any, buffer_size: int | None = None, repeats: int = 1) -> str:
@@ -590,7 +584,9 @@ class Study:
         if limit is not None:  # trial numbers count the defaults' runs (the first, if still in flight) and the
             limit += (sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows)  # kernel-mmap row too
                       + (self.measured_defaults() is None) - 1)
-        self.progress.trial(row, limit, best and best["value"], default["value"] if default else None)
+        measured = self.measured_defaults()
+        self.progress.trial(row, limit, best and best["value"], default["value"] if default else None,
+                            measured and measured["trial"])
 
     # --- the end ---------------------------------------------------------------------------------------
 

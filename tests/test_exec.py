@@ -2,6 +2,9 @@
 with and without `autopager exec` must read and write the same bytes, and the pager's statistics must show
 that it served their mappings. The data is a few MiB; the pager's buffer is smaller.
 
+With direct_io=1 the pager's stores read and write the files with O_DIRECT: the preload's summary counts the
+mappings served so, and a file read and written that way is (but for its last page) not in the page cache after.
+
 The preload library is $AUTOPAGER_PRELOAD, else build/native/src/preload (cmake --build build); the
 workload programs are taken from $AUTOPAGER_BIN, else build/workloads.
 """
@@ -26,6 +29,7 @@ from autopager.workloads import Workload
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
 # Small pages and a buffer of 1 MiB: every data file below is several times larger.
+PAGE = 64 << 10
 SETTINGS = ["page_size=64KiB", "buffer_size=1MiB", "fillers=2", "evictors=1", "min_size=1MiB", "print_stats=1"]
 
 
@@ -68,7 +72,15 @@ def preload_summary(stderr: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def assert_served(proc: subprocess.CompletedProcess, mappings: int | None = None, handed_over: int | None = None):
+def direct_mappings(stderr: str) -> int:
+    """Of the mappings served, those whose store read and wrote the file with O_DIRECT."""
+    match = re.search(r"autopager preload: served \d+ file mappings \(.*, (\d+) with O_DIRECT\)", stderr)
+    assert match, f"no preload summary in:\n{stderr}"
+    return int(match.group(1))
+
+
+def assert_served(proc: subprocess.CompletedProcess, mappings: int | None = None, handed_over: int | None = None,
+                  direct_io: bool = False):
     stats = pager_stats(proc.stderr)
     assert stats and stats[0]["read_faults"] + stats[0]["write_faults"] > 0, proc.stderr
     assert stats[0]["fills"] > 0 and stats[0]["evictions"] > 0, stats  # out of core: the buffer is smaller
@@ -77,7 +89,43 @@ def assert_served(proc: subprocess.CompletedProcess, mappings: int | None = None
         assert served == mappings, proc.stderr
     if handed_over is not None:
         assert handed == handed_over, proc.stderr
+    assert direct_mappings(proc.stderr) == (served if direct_io else 0), proc.stderr
     return stats[0]
+
+
+def exec_settings(directory: Path, direct_io: bool) -> list[str]:
+    """SETTINGS, with direct_io=1 if asked: then only on a file system with O_DIRECT (the test is skipped elsewhere,
+    saying why: the store would use the page cache there, and nothing would show O_DIRECT)."""
+    if not direct_io:
+        return SETTINGS
+    probe = directory / "o_direct.probe"
+    probe.write_bytes(b"")
+    try:
+        os.close(os.open(probe, os.O_RDONLY | os.O_DIRECT))
+    except OSError as error:
+        pytest.skip(f"the file system of {directory} has no O_DIRECT ({error})")
+    finally:
+        probe.unlink()
+    return SETTINGS + ["direct_io=1"]
+
+
+def cached_bytes(path: Path) -> int:
+    """Bytes of the file in the kernel's page cache (fincore, of util-linux)."""
+    fincore = shutil.which("fincore")
+    assert fincore, "fincore is not installed (Debian: util-linux)"
+    out = subprocess.run([fincore, "--bytes", "--noheadings", "--output", "RES", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    return int(out.split()[0])
+
+
+def drop_from_page_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    assert cached_bytes(path) == 0, f"{path} stays in the page cache"
 
 
 def twin_files(tmp_path, name: str, data: bytes) -> tuple[Path, Path]:
@@ -113,13 +161,24 @@ NUMPY_SCRIPT = """
 """
 
 
-def test_numpy_memmap_reads_and_writes_as_on_the_kernel(tmp_path):
-    kernel, preload = twin_files(tmp_path, "data.bin", numbers(6))
+# With direct_io, files whose last page is partial (the script writes their last bytes): 1000 bytes (not a
+# multiple of the system page: written back through the page cache) or 8 KiB (aligned: with O_DIRECT).
+@pytest.mark.parametrize("direct_io, tail", [(False, 0), (True, 1000), (True, 8192)],
+                         ids=["page-cache", "direct-io-unaligned-end", "direct-io-short-last-page"])
+def test_numpy_memmap_reads_and_writes_as_on_the_kernel(tmp_path, direct_io, tail):
+    data = numbers(6) + numbers(1, seed=9)[:tail]
+    kernel, preload = twin_files(tmp_path, "data.bin", data)
+    settings = exec_settings(tmp_path, direct_io)
+    if direct_io:
+        drop_from_page_cache(preload)
     expected = run_python(NUMPY_SCRIPT, kernel.parent, transparent=False)
-    served = run_python(NUMPY_SCRIPT, preload.parent, transparent=True)
+    served = run_python(NUMPY_SCRIPT, preload.parent, transparent=True, settings=settings)
     assert served.stdout == expected.stdout
+    if direct_io:  # read and written around the page cache: at most the partial last page went through it
+        assert cached_bytes(preload) <= PAGE, f"{cached_bytes(preload)} bytes of {len(data)} in the page cache"
+    assert preload.stat().st_size == len(data)
     assert preload.read_bytes() == kernel.read_bytes()
-    stats = assert_served(served, mappings=3, handed_over=0)
+    stats = assert_served(served, mappings=3, handed_over=0, direct_io=direct_io)
     assert stats["write_backs"] > 0
 
 
@@ -142,23 +201,25 @@ SQL_WRITE = ("PRAGMA mmap_size = 268435456; SELECT sum(unicode(substr(v, 3, 1)) 
              "PRAGMA integrity_check;")
 
 
-def test_sqlite3_shell_with_mmap_reads_and_writes_as_on_the_kernel(tmp_path):
+@pytest.mark.parametrize("direct_io", [False, True], ids=["page-cache", "direct-io"])
+def test_sqlite3_shell_with_mmap_reads_and_writes_as_on_the_kernel(tmp_path, direct_io):
     sqlite3 = shutil.which("sqlite3")
     assert sqlite3, "the sqlite3 shell is not installed (Debian: sqlite3; .ci/run installs it)"
+    settings = exec_settings(tmp_path, direct_io)
     make_sqlite_database(tmp_path / "base.db")
     kernel, preload = twin_files(tmp_path, "t.db", (tmp_path / "base.db").read_bytes())
     assert kernel.stat().st_size > 4 << 20
 
     expected = run([sqlite3, str(kernel), SQL_READ], tmp_path, transparent=False)
-    served = run([sqlite3, str(preload), SQL_READ], tmp_path, transparent=True)
+    served = run([sqlite3, str(preload), SQL_READ], tmp_path, transparent=True, settings=settings)
     assert served.stdout == expected.stdout
-    assert_served(served, mappings=1, handed_over=0)
+    assert_served(served, mappings=1, handed_over=0, direct_io=direct_io)
 
     # SQLite writes with pwrite() while its map is served: the map goes to the kernel at the first write.
     expected = run([sqlite3, str(kernel), SQL_WRITE], tmp_path, transparent=False)
-    served = run([sqlite3, str(preload), SQL_WRITE], tmp_path, transparent=True)
+    served = run([sqlite3, str(preload), SQL_WRITE], tmp_path, transparent=True, settings=settings)
     assert served.stdout == expected.stdout and served.stdout.strip().endswith("ok")
-    assert_served(served, mappings=1, handed_over=1)
+    assert_served(served, mappings=1, handed_over=1, direct_io=direct_io)
     check = run([sqlite3, str(preload), "PRAGMA integrity_check; " + SQL_READ], tmp_path, transparent=False)
     assert check.stdout == run([sqlite3, str(kernel), "PRAGMA integrity_check; " + SQL_READ], tmp_path,
                                transparent=False).stdout
@@ -176,18 +237,19 @@ def lmdb_data(tmp_path_factory):
     return data
 
 
+@pytest.mark.parametrize("direct_io", [False, True], ids=["page-cache", "direct-io"])
 @pytest.mark.parametrize("benchmark", ["readseq", "readrandom", "readreverse"])
-def test_lmdb_workload_reads_the_same_through_the_preload(benchmark, lmdb_data):
+def test_lmdb_workload_reads_the_same_through_the_preload(benchmark, direct_io, lmdb_data):
     argv = [str(BIN / "lmdb"), "--benchmark", benchmark, "--size-mib", "6", "--lookups", "3000",
             "--data-dir", str(lmdb_data), "--threads", "2"]
     kernel = json.loads(run(argv, lmdb_data, transparent=False).stdout.splitlines()[-1])
-    proc = run(argv, lmdb_data, transparent=True)
+    proc = run(argv, lmdb_data, transparent=True, settings=exec_settings(lmdb_data, direct_io))
     served = json.loads(proc.stdout.splitlines()[-1])
     assert kernel["check"] == served["check"] == "ok"
     assert served["checksum"] == kernel["checksum"]
     assert (kernel["mode"], served["mode"]) == ("mmap", "preload")
     assert served["stats"]["read_faults"] > 0  # the program's own report
-    assert_served(proc, mappings=1, handed_over=0)
+    assert_served(proc, mappings=1, handed_over=0, direct_io=direct_io)
 
 
 LMDB_SCRIPT = """
@@ -216,9 +278,26 @@ LMDB_SCRIPT = """
 """
 
 
-@pytest.mark.parametrize("mode", ["pwrite", "writemap"])
-def test_lmdb_writes_are_read_back_and_survive_reopening(mode, tmp_path):
+def lmdb_digest(directory: Path) -> tuple[str, int]:
+    """The database's records hashed in key order, and their number, read in this process (the kernel's mmap)."""
+    import hashlib
     import lmdb
+    env = lmdb.open(str(directory), map_size=64 << 20, readonly=True, lock=False)
+    try:
+        digest = hashlib.sha256()
+        with env.begin() as txn:
+            for key, value in txn.cursor():
+                digest.update(key + value)
+        return digest.hexdigest(), env.stat()["entries"]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("direct_io", [False, True], ids=["page-cache", "direct-io"])
+@pytest.mark.parametrize("mode", ["pwrite", "writemap"])
+def test_lmdb_writes_are_read_back_and_survive_reopening(mode, direct_io, tmp_path):
+    import lmdb
+    settings = exec_settings(tmp_path, direct_io)
     for side in ("kernel", "preload"):
         (tmp_path / side).mkdir()
         env = lmdb.open(str(tmp_path / side / "db"), map_size=64 << 20)
@@ -229,13 +308,15 @@ def test_lmdb_writes_are_read_back_and_survive_reopening(mode, tmp_path):
     assert (tmp_path / "preload" / "db" / "data.mdb").stat().st_size > 2 << 20
     script = [sys.executable, "-c", textwrap.dedent(LMDB_SCRIPT), mode]
     expected = run(script, tmp_path / "kernel", transparent=False)
-    served = run(script, tmp_path / "preload", transparent=True)
+    served = run(script, tmp_path / "preload", transparent=True, settings=settings)
     assert served.stdout == expected.stdout
     assert "b'new 20500'" in served.stdout and "None" in served.stdout
     # Without MDB_WRITEMAP LMDB writes with pwrite(): its read-only map goes to the kernel first.
-    stats = assert_served(served, handed_over=1 if mode == "pwrite" else 0)
+    stats = assert_served(served, handed_over=1 if mode == "pwrite" else 0, direct_io=direct_io)
     if mode == "writemap":
         assert stats["write_backs"] > 0
+    # Reopened afterwards here, on the kernel's mmap: the same database as the kernel's run made.
+    assert lmdb_digest(tmp_path / "preload" / "db") == lmdb_digest(tmp_path / "kernel" / "db")
 
 
 # --- fork, exec, one file mapped twice, write() while mapped, and changes to a served mapping ------------

@@ -35,8 +35,14 @@ def test_parameters_in_bytes_and_notation():
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
 
-def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path):
-    # O_DIRECT where the file system has it (tmpfs has not: then the page cache, and the same bytes)
+def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path, monkeypatch, capfd):
+    # O_DIRECT where the file system has it (else the page cache, and the same bytes); the INFO line says which
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+        has_direct_io = True
+    except OSError:
+        has_direct_io = False
+    monkeypatch.setenv("UMAP_LOG_LEVEL", "INFO")
     expected = np.arange(1 << 20, dtype=np.float32)
     with autopager.Pager(page_size="64KiB", buffer_size="1MiB", direct_io=1) as pager:
         a = pager.memmap(path, dtype=np.float32, mode="r+")
@@ -45,6 +51,8 @@ def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path):
         expected[::1000] = -1.0
         del a
     assert np.array_equal(np.fromfile(path, dtype=np.float32), expected)
+    mapped = [line for line in capfd.readouterr().err.splitlines() if f"mapped {4 << 20} bytes" in line]
+    assert len(mapped) == 1 and mapped[0].endswith(", read and written with O_DIRECT") == has_direct_io, mapped
 
 
 def test_direct_io_is_zero_or_one():

@@ -1,4 +1,5 @@
 """Capped trials, noise-aware measurement and confirmation, on the synthetic workload (whose cost is known)."""
+import re
 import sys
 
 import pandas as pd
@@ -6,6 +7,7 @@ import pytest
 import yaml
 
 from autopager.cli import main
+from autopager.params import format_size
 
 # every parameter at the synthetic optimum but the page size: 256KiB is the optimum, 1GiB costs 22.6 times as much
 AT_OPTIMUM = ["workload=synthetic", "workload.size=200", "workload.buffer_size=16GiB", "runner.page_cache=evict",
@@ -52,6 +54,11 @@ def test_confirmation_measures_the_defaults_and_the_best_in_rounds_and_saves_the
     assert profile["confirmed"] and profile["runs"] == 3 and profile["value"] == pytest.approx(winner.value)
     out = capsys.readouterr().out
     assert "confirmed speedup:" in out and "saved (confirmed)" in out
+    # the defaults' confirmation runs show as the defaults, with the page size their pager chose
+    for run in confirm[confirm.confirms == 0].itertuples():
+        shown = f"defaults, pages of {format_size(int(run.pager_page_size))}"
+        assert re.search(rf"^\[ *{run.trial}\] .*  {shown}$", out, re.M), out
+    assert "None" not in out
 
     # an existing profile is kept unless a confirmed improvement beyond the noise beats it
     capsys.readouterr()

@@ -92,6 +92,7 @@ class PagerImpl {
     const std::size_t mapped = round_up(length, page);
     char* base = address != nullptr ? map_fixed(address, mapped, page, prot) : map_aligned(mapped, page, prot);
     const bool track_writes = writable && uffd_.has_write_protect();
+    const bool direct_io = store->direct_io();
     try {
       // A forked child must neither see the region (its pages would read as zeros there) nor reach
       // the parent's pages through it: the child has no mapping here at all.
@@ -105,7 +106,7 @@ class PagerImpl {
     regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, std::move(store), writable,
                                           track_writes, ReadAheadStreams::for_config(config_)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
-                             std::to_string(page) + " bytes");
+                             std::to_string(page) + " bytes" + (direct_io ? ", read and written with O_DIRECT" : ""));
     return base;
   }
 

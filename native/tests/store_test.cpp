@@ -72,21 +72,25 @@ TEST(MemoryStore, ServesAndKeepsWritesThroughEvictions) {
   EXPECT_EQ(wrong, 0u);
 }
 
-// Reads the file's bytes through the store, writes some, and checks that they reach the file.
-void expect_round_trip(const std::shared_ptr<Store>& store, const ScratchFile& file, std::uint64_t size) {
-  const std::size_t page = system_page_size();
-  Pager pager(testing::small_config(page, 8));
+// Reads the file's bytes through the store (in pages of `page`, a buffer of 4 of them: some are evicted),
+// writes some, the last byte among them, and checks that they reach the file and that its length stays.
+void expect_round_trip(const std::shared_ptr<Store>& store, const ScratchFile& file, std::uint64_t size,
+                       std::size_t page = system_page_size()) {
+  Pager pager(testing::small_config(page, 4));
   auto* bytes = static_cast<std::uint8_t*>(pager.map(store, size));
   std::uint64_t wrong = 0;
   for (std::uint64_t i = 0; i < size; ++i) wrong += bytes[i] != pattern_byte(i, 4);
   EXPECT_EQ(wrong, 0u);
   for (std::uint64_t i = 0; i < size; i += 1000) bytes[i] = 0xEE;
+  bytes[size - 1] = 0xDD;
   ASSERT_TRUE(pager.unmap(bytes));
+  EXPECT_GT(pager.stats().evictions, 0u);
   std::vector<std::uint8_t> after = file.contents();
   ASSERT_EQ(after.size(), size);
   wrong = 0;
-  for (std::uint64_t i = 0; i < size; ++i) wrong += after[i] != (i % 1000 == 0 ? 0xEE : pattern_byte(i, 4));
+  for (std::uint64_t i = 0; i + 1 < size; ++i) wrong += after[i] != (i % 1000 == 0 ? 0xEE : pattern_byte(i, 4));
   EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(after[size - 1], 0xDD);
 }
 
 // Why `file`'s file system cannot be opened with O_DIRECT (tmpfs cannot); empty when it can.
@@ -104,9 +108,29 @@ TEST(FileStore, DirectIoReadsAndWritesTheSameBytes) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   ScratchFile file(kDirectFileSize, 4);
   if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_FALSE(make_file_store(file.path())->direct_io());
   FileStoreOptions options;
   options.direct = true;
-  expect_round_trip(make_file_store(file.path(), options), file, kDirectFileSize);
+  auto store = make_file_store(file.path(), options);
+  EXPECT_TRUE(store->direct_io());
+  expect_round_trip(store, file, kDirectFileSize);
+}
+
+// Pages of 16 system pages over files whose last page is partial: 500 bytes (not a multiple of the system
+// page: written back through the page cache) or 2 system pages (aligned: with O_DIRECT, shorter than a page).
+TEST(FileStore, DirectIoWritesAPartialLastPageBackAndKeepsTheFilesLength) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = 16 * system_page_size();
+  for (std::uint64_t size : {6 * page + 500, 6 * page + 2 * system_page_size()}) {
+    SCOPED_TRACE("a file of " + std::to_string(size) + " bytes");
+    ScratchFile file(size, 4);
+    if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
+    FileStoreOptions options;
+    options.direct = true;
+    auto store = make_file_store(file.path(), options);
+    ASSERT_TRUE(store->direct_io());
+    expect_round_trip(store, file, size, page);
+  }
 }
 
 TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
@@ -115,7 +139,9 @@ TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {
   if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
   int fd = open(file.path().c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  expect_round_trip(make_fd_store(fd, {}, true), file, kDirectFileSize);
+  auto store = make_fd_store(fd, {}, true);
+  EXPECT_TRUE(store->direct_io());
+  expect_round_trip(store, file, kDirectFileSize);
 }
 
 // direct_io on a descriptor the program opened without O_DIRECT: the store reads and writes through a
@@ -128,7 +154,10 @@ TEST(FileStore, DirectIoOnAProgramsDescriptorLeavesItsFlags) {
   ASSERT_GE(fd, 0);
   FileStoreOptions options;
   options.direct = true;
-  expect_round_trip(make_fd_store(fd, options, false), file, kDirectFileSize);
+  auto store = make_fd_store(fd, options, false);
+  EXPECT_TRUE(store->direct_io());
+  expect_round_trip(store, file, kDirectFileSize);
+  store.reset();
   EXPECT_EQ(fcntl(fd, F_GETFL) & O_DIRECT, 0);
   EXPECT_EQ(close(fd), 0) << "the program's descriptor is still its own";
 }

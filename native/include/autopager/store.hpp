@@ -30,6 +30,9 @@ class Store {
   // Whether the bytes written outlive this process (a file's do; a scratch or memory store's do not,
   // so the exit neither writes nor reports their pages).
   virtual bool outlives_process() const { return true; }
+  // Whether its file is read and written with O_DIRECT (whole, block-aligned pages bypass the page cache);
+  // false where that was not asked for or the file system has no O_DIRECT (tmpfs before Linux 6.6).
+  virtual bool direct_io() const { return false; }
 
   // Where the bytes a read() of `n` at `offset` into `dst` would fetch lie in one file, so that the
   // pager can read them asynchronously (io_uring) instead of calling read(). Return false (the

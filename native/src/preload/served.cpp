@@ -147,6 +147,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
     return kernel_mmap();
   }
   void* base = nullptr;
+  bool direct_io = false;
   std::shared_ptr<python::CopyOnWriteStore> private_writes;
   try {
     FileStoreOptions options;
@@ -165,6 +166,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
       private_writes = std::make_shared<python::CopyOnWriteStore>(std::move(store), scratch && *scratch ? scratch : "/tmp");
       store = private_writes;
     }
+    direct_io = store->direct_io();
     base = pager->map(std::move(store), length, prot);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "autopager preload: cannot serve %s (%s); left to the kernel\n", path.c_str(), e.what());
@@ -177,6 +179,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   count_.fetch_add(1);
   if (shared && writes) writable_count_.fetch_add(1);
   ++served_total_;
+  if (direct_io) ++served_direct_;
   return base;
 }
 
@@ -427,9 +430,11 @@ std::string ServedMappings::stats_json() const {
 void ServedMappings::print_summary() const {
   if (!print_stats_requested()) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  std::fprintf(stderr, "autopager preload: served %llu file mappings (%zu still mapped), handed %llu to the kernel\n",
+  std::fprintf(stderr,
+               "autopager preload: served %llu file mappings (%zu still mapped, %llu with O_DIRECT), handed %llu to "
+               "the kernel\n",
                static_cast<unsigned long long>(served_total_), served_.size(),
-               static_cast<unsigned long long>(handed_over_));
+               static_cast<unsigned long long>(served_direct_), static_cast<unsigned long long>(handed_over_));
 }
 
 }  // namespace autopager::preload

@@ -103,6 +103,7 @@ class ServedMappings {
   bool settings_read_ = false;
   Settings settings_;
   std::uint64_t served_total_ = 0;
+  std::uint64_t served_direct_ = 0;  // of them, with a store that reads and writes its file with O_DIRECT
   std::uint64_t handed_over_ = 0;
 };
 

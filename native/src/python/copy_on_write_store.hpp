@@ -27,6 +27,7 @@ class CopyOnWriteStore : public Store {
   // The byte ranges [begin, end) written so far, in order.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> written_ranges() const;
   bool outlives_process() const override { return false; }  // its writes live in the scratch overlay
+  bool direct_io() const override { return base_->direct_io(); }  // the file's reads; it is never written
 
  private:
   void remember_written(std::uint64_t begin, std::uint64_t end);

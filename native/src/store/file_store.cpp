@@ -65,6 +65,7 @@ class FileStore final : public Store {
   bool writable() const override { return writable_; }
   bool can_grow() const override { return !windowed_; }
   int sync() override { return fdatasync(fd_); }
+  bool direct_io() const override { return fd_ != buffered_fd_; }
 
  private:
   // The bytes of a transfer of `n` at `offset` that lie in the window (all of them for a whole file).

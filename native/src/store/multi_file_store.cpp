@@ -34,6 +34,10 @@ class MultiFileStore final : public Store {
   }
   std::uint64_t size() const override { return size_; }
   bool writable() const override { return writable_; }
+  bool direct_io() const override {
+    return !segments_.empty() &&
+           std::all_of(segments_.begin(), segments_.end(), [](const Segment& s) { return s.file->direct_io(); });
+  }
   int sync() override {
     for (const auto& s : segments_)
       if (s.file->sync() != 0) return -1;
