@@ -14,8 +14,8 @@ configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.
 parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error, the
 tail of stderr, the checksum of its answer, when it was asked for, how long the strategy took to propose it and
 what proposed it. The table is rewritten after every trial. Trials run through the study's launcher
-(autopager.launchers), ``launcher.workers`` at once, each with the node it ran on and when its run started and ended there; the trials in flight are listed
-in ``in_flight.json`` (autopager.in_flight), so a study killed at any moment loses no finished trial; running it
+(autopager.launchers), ``launcher.workers`` at once, each with the node it ran on and when its run started and
+ended there; the trials in flight are listed in ``in_flight.json`` (autopager.in_flight), so a study killed at any moment loses no finished trial; running it
 again (same workload, space, strategy and study name) runs again the trials that were in flight, gives the
 finished trials back to the strategy and goes on. SIGTERM ends the study as Ctrl-C does: the trials in flight
 are killed, the finished ones are kept.
