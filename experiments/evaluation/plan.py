@@ -8,6 +8,15 @@ those parameters. The kernel's mmap is measured apart (experiments/evaluation/ke
 The order puts what the figures need most first, so that a run cut short still has every workload's
 defaults, mmap, page-size-only, grid and Ax results: small-size tuning, then the large size, then coordinate
 descent and random search, then the confirmation of each method's best parameters.
+
+The real mode (``make_real_plan``) is the evaluation at real sizes, on the tuner's own protocol: every search
+study caps its runs, measures the defaults during the search and ends with the tuner's confirmation (interleaved
+rounds of the defaults and the best trials), so each speedup is a confirmed figure with its spread. The methods
+run at the large size (and bfs in memory); the small size has the defaults and Ax, for the transfer. The kernel's
+mmap is measured at the disk's read-ahead as it is and at the kernel's default of 128 KiB, and LLNL UMap
+(experiments/evaluation/llnl.py) runs sort and bfs when given. Its order: each workload's defaults, UMap's
+defaults, the kernel, page-size-only and Ax; then the small size and the transfer; then grid, coordinate descent
+and random search; then LLNL UMap; last the uncapped Ax studies, there only for the tuning time without capping.
 """
 from __future__ import annotations
 
@@ -15,8 +24,15 @@ from dataclasses import dataclass, field
 
 from autopager.params import format_size, parse_size
 
-SMALL, LARGE = "small", "large"
+SMALL, LARGE, MEMORY = "small", "large", "memory"
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "lookup")
+REAL_WORKLOADS = ("sort", "bfs", "lmdb_readseq", "lmdb_readrandom", "lmdb_readreverse", "lookup", "stream",
+                  "numpy_gather")
+REAL, REAL_QUICK = "real", "real-quick"  # the real plan at real sizes, and at the quick sizes for the tests
+UMAP_DEFAULTS, UNCAPPED = "umap-default", "ax-uncapped"
+REAL_METHODS = ("pagesize", "grid", "ax", "coordinate", "random")  # the searches of the real plan
+KERNEL_READ_AHEAD_KIB = 128  # the kernel's default read-ahead of a disk, measured beside the disk's own
+LLNL_PAGE_SIZES = ("1MiB", "4MiB")  # LLNL UMap runs at the better of these
 # the tuning methods of Figure 2, and the ones measured only for the convergence plot
 FIGURE_METHODS = ("pagesize", "grid", "ax")
 CONVERGENCE_METHODS = ("ax", "grid", "coordinate", "random")
@@ -61,9 +77,34 @@ SIZES = {
 }
 
 
+# sizes (MiB of data, or bfs's scale) where a run takes 10 s to minutes and the data is several times the buffer;
+# bfs also in memory. lmdb's database is about 1.2 times its records; bfs scale 24 is about 2.3 GB of CSR files.
+_REAL = {SMALL: Size(1024, "256MiB"), LARGE: Size(4096, "1GiB")}
+SIZES[REAL] = {
+    "sort": _REAL, "lookup": _REAL, "stream": _REAL, "numpy_gather": _REAL,
+    "bfs": {SMALL: Size(22, "256MiB"), LARGE: Size(24, "1GiB"), MEMORY: Size(24, "8GiB")},
+    "lmdb_readseq": {SMALL: Size(1024, "256MiB"), LARGE: Size(3072, "1GiB")},
+    "lmdb_readrandom": {SMALL: Size(1024, "256MiB"), LARGE: Size(3072, "1GiB")},
+    "lmdb_readreverse": {SMALL: Size(1024, "256MiB"), LARGE: Size(3072, "1GiB")},
+}
+_QUICK = {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")}
+SIZES[REAL_QUICK] = {
+    "sort": _QUICK, "lookup": _QUICK, "stream": {SMALL: Size(3, "256KiB"), LARGE: Size(6, "512KiB")},
+    "numpy_gather": _QUICK, "lmdb_readseq": _QUICK, "lmdb_readrandom": _QUICK, "lmdb_readreverse": _QUICK,
+    "bfs": {SMALL: Size(13, "256KiB"), LARGE: Size(14, "512KiB"), MEMORY: Size(14, "64MiB")},
+}
+
 # lookups a run of the random-access workloads (their configs' counts take tens of seconds a run out of core
 # here); pinned, so the evaluation's commands do not change with the configs
-LOOKUPS = {"full": {"kv_readrandom": 5000, "lookup": 2000}, "quick": {"kv_readrandom": 500, "lookup": 200}}
+LOOKUPS = {"full": {"kv_readrandom": 5000, "lookup": 2000}, "quick": {"kv_readrandom": 500, "lookup": 200},
+           # real: a lookup out of core costs a few random 4 KiB-1 MiB reads (the B-tree's and the binary search's
+           # upper levels stay in the buffer), 0.2-2 ms here: 10-60 s a run
+           REAL: {"lmdb_readrandom": 100000, "lookup": 20000},
+           REAL_QUICK: {"lmdb_readrandom": 500, "lookup": 200}}
+
+# rough seconds of one run of the defaults at the real sizes, for the time estimate printed before a run
+RUN_SECONDS = {"sort": 60, "bfs": 60, "lmdb_readseq": 20, "lmdb_readrandom": 40, "lmdb_readreverse": 30,
+               "lookup": 30, "stream": 40, "numpy_gather": 30}
 
 
 @dataclass(frozen=True)
@@ -82,6 +123,11 @@ BUDGETS = {
                    confirm_repeats=3),
     "quick": Budget(ax_initialization=3, ax_trials=5, large_ax_trials=5, search_trials=5, grid_trials=6,
                     confirm_repeats=1),
+    # confirm_repeats: the runs of a fixed-parameter study (defaults, UMap's defaults, transfer) and of the kernel
+    REAL: Budget(ax_initialization=10, ax_trials=30, large_ax_trials=30, search_trials=30, grid_trials=None,
+                 confirm_repeats=3),
+    REAL_QUICK: Budget(ax_initialization=3, ax_trials=5, large_ax_trials=5, search_trials=4, grid_trials=4,
+                       confirm_repeats=2),
 }
 
 
@@ -104,14 +150,33 @@ class StudySpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """The workload on the kernel's mmap under a memory limit equal to the pager's buffer."""
+    """The workload on the kernel's mmap under a memory limit equal to the pager's buffer, with the disk's
+    read-ahead as it is (None) or set to ``read_ahead_kib`` for its runs."""
     workload: str
     scale: str
     repeats: int
+    read_ahead_kib: int | None = None
+
+    @property
+    def method(self) -> str:
+        return "mmap" if self.read_ahead_kib is None else f"mmap-ra{self.read_ahead_kib}"
 
     @property
     def label(self) -> str:
-        return f"{self.scale}/{self.workload}/mmap"
+        return f"{self.scale}/{self.workload}/{self.method}"
+
+
+@dataclass(frozen=True)
+class LlnlSpec:
+    """LLNL UMap's own program of the workload (sort, bfs) with the pager's buffer, at each of
+    LLNL_PAGE_SIZES, in ``rounds`` interleaved rounds (experiments/evaluation/llnl.py)."""
+    workload: str
+    scale: str
+    rounds: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.scale}/{self.workload}/llnl"
 
 
 @dataclass
@@ -121,11 +186,19 @@ class Plan:
     sizes: dict[str, dict[str, Size]]
     budget: Budget
     lookups: dict[str, int]
-    steps: list[StudySpec | KernelSpec] = field(default_factory=list)
+    steps: list[StudySpec | KernelSpec | LlnlSpec] = field(default_factory=list)
     log: str = "steps.csv"  # each step's outcome, in the output directory
 
     def size(self, workload: str, scale: str) -> Size:
         return self.sizes[workload][scale]
+
+    @property
+    def real(self) -> bool:
+        """The real plan: its studies run on the tuner's own protocol (capping, noise runs, confirmation)."""
+        return self.mode in (REAL, REAL_QUICK)
+
+    def scales(self, workload: str) -> tuple[str, ...]:
+        return tuple(self.sizes[workload])
 
 
 def searches(workload: str, scale: str, budget: Budget) -> dict[str, StudySpec]:
@@ -173,3 +246,54 @@ def make_plan(mode: str, workloads: tuple[str, ...] = WORKLOADS, budget: Budget 
     for w in workloads:
         plan.steps += confirmations(w, SMALL, plan.budget) + confirmations(w, LARGE, plan.budget)
     return plan
+
+
+def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS, budget: Budget | None = None) -> Plan:
+    """The evaluation at real sizes (mode ``real``), or its steps at the quick sizes (``real-quick``)."""
+    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], LOOKUPS[mode])
+    budget, repeats = plan.budget, plan.budget.confirm_repeats
+    tuned = {w: [s for s in plan.scales(w) if s != SMALL] for w in workloads}
+    for w in workloads:
+        for scale in tuned[w]:
+            search = searches(w, scale, budget)
+            plan.steps += [StudySpec(w, scale, "default", "default", repeats=repeats),
+                           StudySpec(w, scale, UMAP_DEFAULTS, "default", overrides=("baseline.page_size=${system_page:}",),
+                                     repeats=repeats),
+                           KernelSpec(w, scale, repeats), KernelSpec(w, scale, repeats, KERNEL_READ_AHEAD_KIB),
+                           search["pagesize"], search["ax"]]
+    for w in workloads:
+        small = searches(w, SMALL, budget)
+        plan.steps += [StudySpec(w, SMALL, "default", "default", repeats=repeats), small["ax"],
+                       fixed(w, LARGE, TRANSFER, (SMALL, "ax"), repeats)]
+    for w in workloads:
+        plan.steps += [searches(w, LARGE, budget)[m] for m in ("grid", "coordinate", "random")]
+    plan.steps += [LlnlSpec(w, scale, repeats) for w in workloads if w in ("sort", "bfs") for scale in tuned[w]]
+    for w in workloads:
+        ax = searches(w, LARGE, budget)["ax"]
+        plan.steps.append(StudySpec(w, LARGE, UNCAPPED, "ax", overrides=(*ax.overrides, "runner.cap=null")))
+    return plan
+
+
+def expected_runs(step: StudySpec | KernelSpec | LlnlSpec, plan: Plan) -> int:
+    """Roughly the runs a step makes, for the estimate printed before a run (capped runs count whole)."""
+    if isinstance(step, KernelSpec):
+        return step.repeats
+    if isinstance(step, LlnlSpec):
+        return step.rounds * len(LLNL_PAGE_SIZES)
+    if step.strategy == "default":
+        return step.repeats
+    budget = plan.budget
+    trials = {"ax": budget.large_ax_trials if step.scale != SMALL else budget.ax_trials, "pagesize": 10,
+              "grid": budget.grid_trials or 64}.get(step.strategy, budget.search_trials)
+    confirmation = 3 * 4 if plan.real else 0  # confirm.rounds x (the defaults + confirm.candidates)
+    return trials + 3 + confirmation          # noise.defaults_runs
+
+
+def estimate_seconds(plan: Plan) -> float:
+    """A rough machine time of the whole plan: each step's runs at RUN_SECONDS (real sizes; a quarter at the
+    small size, a third in memory), or 2 s a run at the other modes' sizes."""
+    share = {SMALL: 0.25, MEMORY: 1 / 3}
+    if plan.mode != REAL:
+        return 2.0 * sum(expected_runs(step, plan) for step in plan.steps)
+    return sum(expected_runs(step, plan) * RUN_SECONDS[step.workload] * share.get(step.scale, 1.0)
+               for step in plan.steps)

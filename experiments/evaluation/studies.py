@@ -5,6 +5,8 @@ one only replays its table. The workload's data is generated here, once a proces
 and the study is given no preparation step (the tuner would run it again at every study).
 Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer, the program's
 own arrays and a headroom; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
+The full and quick plans keep the evaluation's old protocol (``RUNNER``); the real plan runs on the tuner's own
+(``TUNER_RUNNER``: capping, noise runs and the confirmation at their configured defaults).
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the default
 # its own): its studies keep one run a trial, uncapped
 RUNNER = (f"runner.timeout_factor={TIMEOUT_FACTOR}", f"runner.timeout_floor={TIMEOUT_FLOOR}",
           "runner.memory_limit=auto", "runner.cap=null", "noise.defaults_runs=1", "noise.max_runs=1", "confirm.rounds=0")
+TUNER_RUNNER = ("runner.memory_limit=auto",)
 OPTIMIZER_STEP = "import torch and Ax"  # the step that does, in the evaluation's log
 
 
@@ -62,12 +65,16 @@ def fixed_overrides(params: dict[str, int]) -> list[str]:
     return [f"baseline.{name}={value}" for name, value in params.items() if name != "buffer_size"]
 
 
+def runner_overrides(plan: Plan) -> tuple[str, ...]:
+    return TUNER_RUNNER if plan.real else RUNNER
+
+
 def study_overrides(spec: StudySpec, plan: Plan, places: Places) -> list[str]:
     size = plan.size(spec.workload, spec.scale)
     overrides = workload_overrides(spec.workload, size, places) + [
         f"strategy={spec.strategy}", f"space={spec.space}", f"space.page_size.max={size.largest_page}",
         f"study.root={places.out / 'studies' / spec.scale}", f"study.name={spec.method}",
-        "study.save_profile=false", f"runner.repeats={spec.repeats}", *RUNNER, *spec.overrides]
+        "study.save_profile=false", f"runner.repeats={spec.repeats}", *runner_overrides(plan), *spec.overrides]
     if spec.fixed_from:
         source = load_study(places.study(spec.fixed_from[0], spec.workload, spec.fixed_from[1]))
         params = source and source.best_params()
