@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from autopager.confirmation import confirmed_speedup
 from autopager.errors import ConfigError
+from autopager.goal import Goal
 from autopager.kernel_mmap import MMAP
 from autopager.memory_limit import pager_memory
 from autopager.params import PARAMETERS
@@ -95,6 +97,30 @@ class StudyResult:
         """The defaults' run(s) that start the study (for a fixed-parameter study: those parameters)."""
         rows = self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
         return [value for _, row in rows.iterrows() for value in runs(row)]
+
+    def confirmed(self) -> dict[str, Any] | None:
+        """The tuner's confirmation as recorded (rows of kind ``confirm``; autopager.confirmation): the winner is
+        the candidate with every round and the best median, the speedup its median over the defaults' confirmation
+        runs, with the spread of the per-round ratios. None when the study has no complete confirmation."""
+        rows = self.trials[(self.trials.kind == "confirm") & self.trials.confirms.notna()]
+        defaults = self.trials[self.trials.kind == "default"]
+        if rows.empty or defaults.empty:
+            return None
+        rounds, goal = int(self.config.get("confirm", {}).get("rounds", 0)), Goal.parse(self.goal)
+        by_trial = {int(trial): group.sort_values("trial") for trial, group in rows.groupby("confirms")}
+        first_default = int(defaults.trial.iloc[0])
+        complete = {trial: [v for _, row in group.iterrows() for v in runs(row)] for trial, group in by_trial.items()
+                    if trial != first_default and (group.status == "ok").all() and len(group) >= rounds}
+        default_group = by_trial.get(first_default)
+        if not complete or default_group is None or not (default_group.status == "ok").all():
+            return None
+        default_values = [v for _, row in default_group.iterrows() for v in runs(row)]
+        winner = goal.best(complete, key=lambda trial: float(np.median(complete[trial])))
+        speedup_, spread = confirmed_speedup(goal, complete[winner], default_values)
+        params = self.trials[self.trials.trial == winner].iloc[0]
+        return {"trial": winner, "values": complete[winner], "value": float(np.median(complete[winner])),
+                "default_values": default_values, "speedup": speedup_, "low": spread[0], "high": spread[1],
+                "params": {name: int(params[name]) for name in PARAMETERS if pd.notna(params[name])}}
 
     def tuning_seconds(self) -> float:
         """The trials' time (runs, page-cache drops): what the tuner reports."""

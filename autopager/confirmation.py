@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from autopager.goal import Goal
 from autopager.in_flight import InFlight
 from autopager.measuring import NOISE_BAND, Proposal, relative_noise, runs_of
 from autopager.machine import this_machine
@@ -52,6 +53,12 @@ class Verdict:
     noise: float                        # pooled relative noise of the confirmation runs
     profile: Candidate | None           # the candidate with the saved profile's parameters, if there is a profile
     replace_profile: bool
+
+
+def confirmed_speedup(goal: Goal, winner: list[float], defaults: list[float]) -> tuple[float, tuple[float, float]]:
+    """The winner's median over the defaults' as a speedup, and the spread of the ratios of the k-th runs (rounds)."""
+    ratios = [goal.speedup(w, d) for w, d in zip(winner, defaults)]
+    return goal.speedup(statistics.median(winner), statistics.median(defaults)), (min(ratios), max(ratios))
 
 
 class Confirmation:
@@ -167,9 +174,7 @@ class Confirmation:
         winner = goal.best(complete, key=lambda c: c.median) if complete else None
         speedup = spread = None
         if winner is not None and defaults.values and not defaults.failed:
-            speedup = goal.speedup(winner.median, defaults.median)
-            ratios = [goal.speedup(w, d) for w, d in zip(winner.values, defaults.values)]
-            spread = (min(ratios), max(ratios))
+            speedup, spread = confirmed_speedup(goal, winner.values, defaults.values)
         saved = self.saved
         profile = None if saved is None else next(
             (c for c in [defaults, *candidates] if key(c.params) == key(saved)), None)
