@@ -1,24 +1,37 @@
 #!/usr/bin/env python3
 """The AutoPager evaluation (paper section IV) reproduced on this machine.
 
-For bfs, sort, kv_readseq, kv_readrandom, kv_readreverse and lookup, at a small and a large out-of-core
-size: the default parameters, page-size-only tuning, grid search on a restricted space (small size),
-Ax (10 + 20 trials), coordinate descent and random search (small size), the kernel's mmap under a memory
-limit equal to the pager's buffer, the small size's Ax parameters applied to the large size (transfer), and
-each method's best parameters measured again (confirmation). Every study is recorded and resumable: run
-the same command again to continue. Then the figures are written to the output directory:
-figures.csv, summary.md, speedups.png, convergence.png (see experiments/evaluation/).
+The full and quick runs: for bfs, sort, kv_readseq, kv_readrandom, kv_readreverse and lookup, at a small and a
+large out-of-core size of 8-34 MiB: the default parameters, page-size-only tuning, grid search on a restricted
+space (small size), Ax (10 + 20 trials), coordinate descent and random search (small size), the kernel's mmap
+under a memory limit equal to the pager's buffer, the small size's Ax parameters applied to the large size
+(transfer), and each method's best parameters measured again (confirmation), one run a trial, uncapped.
+Figures: figures.csv, summary.md, speedups.png, convergence.png.
+
+The real run (``--real``): sort, bfs, lmdb_readseq, lmdb_readrandom, lmdb_readreverse, lookup, stream and
+numpy_gather at real sizes (GiB of data, a 1 GiB buffer; bfs scale 24 also in memory; runs of 10 s to minutes),
+on the tuner's own protocol (capping, noise runs, confirmation in 3 interleaved rounds): our defaults, UMap's
+defaults (4 KiB pages), page size only, the restricted grid, Ax (30 trials, capped), coordinate descent, random
+search, the transfer from a small size, the kernel's mmap at the disk's read-ahead and at 128 KiB, LLNL UMap for
+sort and bfs (``--llnl PREFIX``), and Ax uncapped for the tuning time without capping (last). Figures:
+real_figures.csv, summary.md, convergence.png (experiments/evaluation/real_report.py). Before running, the
+steps and a rough time estimate are printed; ``--dry-run`` prints them and exits.
+
+Every study is recorded and resumable: run the same command again to continue.
 
     sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
+    sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap   # real sizes: many hours (see --dry-run)
+    python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
+    sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
     python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
     sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
                                                          # bfs): ax_vs_grid.md and .csv (experiments/evaluation/
                                                          # comparison.py)
     python3 experiments/evaluate.py --ax-overhead tuner --ax-seeds 1   # Ax's own time a trial, no runs
 
-Needs root (dropping the page cache, memory cgroups) and the built workloads (build/workloads, or
-AUTOPAGER_BIN).
+Needs root (dropping the page cache, memory cgroups, the disk's read-ahead) and the built workloads
+(build/workloads, or AUTOPAGER_BIN).
 """
 from __future__ import annotations
 
@@ -40,7 +53,10 @@ from evaluation import comparison  # noqa: E402
 from evaluation.axoverhead import VARIANTS, measure_overhead  # noqa: E402
 from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
-from evaluation.plan import BUDGETS, WORKLOADS, KernelSpec, Plan, make_plan  # noqa: E402
+from evaluation.llnl import measure_llnl  # noqa: E402
+from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,  # noqa: E402
+                             estimate_seconds, expected_runs, make_plan, make_real_plan)
+from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study  # noqa: E402
 
@@ -57,7 +73,17 @@ def log_step(path: Path, label: str, status: str, error: str, seconds: float, lo
                          status, error, f"{seconds:.1f}", f"{load_before:.2f}", f"{os.getloadavg()[0]:.2f}"])
 
 
-def run_plan(plan: Plan, places: Places, mmap_timeout: float) -> None:
+def describe_plan(plan: Plan, listed: bool) -> None:
+    """The number of steps and a rough time estimate; with ``listed``, each step and its runs."""
+    if listed:
+        for number, step in enumerate(plan.steps, 1):
+            print(f"{number:4d}. {step.label} (about {expected_runs(step, plan)} runs)")
+    hours = estimate_seconds(plan) / 3600
+    print(f"evaluation: {len(plan.steps)} steps, roughly {hours:.1f} h of machine time "
+          f"({'capped runs end early; ' if plan.real else ''}a rough estimate, from guessed run times)", flush=True)
+
+
+def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None) -> None:
     """Every step in order; a step that fails is logged and the next one runs."""
     prepared: set[tuple[str, ...]] = set()
     for number, step in enumerate(plan.steps, 1):
@@ -68,6 +94,10 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float) -> None:
             if isinstance(step, KernelSpec):
                 result = measure_kernel(step, plan, places, mmap_timeout, prepared)
                 status, error = ("ok", "") if result["value"] is not None else ("failed", result["error"] or "")
+            elif isinstance(step, LlnlSpec):
+                result = measure_llnl(step, plan, places, llnl, mmap_timeout)
+                status, error = (("skipped", "LLNL UMap not given (--llnl)") if result is None else
+                                 ("ok", "") if result["value"] is not None else ("failed", result["error"]))
             else:
                 run_study(step, plan, places, prepared)
         except (StudyError, ConfigError, OSError) as failure:
@@ -79,12 +109,18 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and budgets: the whole pipeline in minutes")
+    parser.add_argument("--real", action="store_true", help="the evaluation at real sizes on the tuner's protocol "
+                        "(with --quick: its steps at tiny sizes)")
+    parser.add_argument("--llnl", type=Path, help="with --real: LLNL UMap's install prefix (bin/umapsort, bin/bfs, "
+                        "lib/libumap.so); without it its steps are skipped")
+    parser.add_argument("--dry-run", action="store_true", help="list the steps and the time estimate, and exit")
     parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
-                        "with --quick outputs/evaluation-quick)")
+                        "with --quick outputs/evaluation-quick; --real: experiments/results/evaluation-real)")
     parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
                         help="where the workloads keep their data")
     parser.add_argument("--workloads", help="comma-separated, of: " + ", ".join(WORKLOADS) + " (default: all; with "
-                        "--comparison: " + ",".join(comparison.WORKLOADS) + ")")
+                        "--comparison: " + ",".join(comparison.WORKLOADS) + "; with --real: " + ",".join(REAL_WORKLOADS)
+                        + ")")
     parser.add_argument("--comparison", action="store_true", help="Ax against an exhaustive grid on one sampled "
                         "space (issue 4's target) instead of the evaluation")
     parser.add_argument("--ax-seeds", type=int, default=3, help="with --comparison or --ax-overhead: Ax studies, "
@@ -100,8 +136,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    default_workloads = comparison.WORKLOADS if args.comparison else WORKLOADS
+    if args.real:
+        mode = REAL_QUICK if args.quick else REAL
+    else:
+        mode = "quick" if args.quick else "full"
+    default_workloads = comparison.WORKLOADS if args.comparison else REAL_WORKLOADS if args.real else WORKLOADS
     workloads = tuple(name for name in (args.workloads or ",".join(default_workloads)).split(",") if name)
     unknown = set(workloads) - set(default_workloads)
     if unknown:
@@ -112,8 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         budget = BUDGETS[mode]
         small = args.ax_trials or budget.ax_trials
         budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
-        plan = make_plan(mode, workloads, budget)
-    out = args.out or (REPO / "outputs" / "evaluation-quick" if args.quick else EXPERIMENTS / "results" / "evaluation")
+        plan = (make_real_plan if args.real else make_plan)(mode, workloads, budget)
+    if args.dry_run:
+        describe_plan(plan, listed=True)
+        return 0
+    default_out = ("evaluation-real-quick" if args.quick else "evaluation-real") if args.real else (
+        "evaluation-quick" if args.quick else "evaluation")
+    out = args.out or (REPO / "outputs" / default_out if args.quick else EXPERIMENTS / "results" / default_out)
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
@@ -123,11 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         if os.geteuid() != 0:
             sys.exit("evaluate: run as root: the runs drop the page cache, and the kernel's mmap runs in a memory cgroup")
+        describe_plan(plan, listed=False)
         load, start = os.getloadavg()[0], time.perf_counter()
         load_optimizer()
         log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
-        run_plan(plan, places, args.mmap_timeout)
-    write = write_comparison if args.comparison else write_report
+        run_plan(plan, places, args.mmap_timeout, args.llnl.resolve() if args.llnl else None)
+    write = write_comparison if args.comparison else write_real_report if args.real else write_report
     summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
     return 0

@@ -3,6 +3,7 @@ tuner (Ax included) and the kernel's mmap in a memory cgroup, then checks that i
 with the study tables they were made from, and that a second run resumes without measuring again."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -15,8 +16,9 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "experiments"))
 
 from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
-from evaluation.plan import LARGE, SMALL, TRANSFER, make_plan  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP  # noqa: E402
+from evaluation.plan import (KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS, REAL_WORKLOADS, SMALL,  # noqa: E402
+                             TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, StudySpec, make_plan, make_real_plan)
+from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 
@@ -141,3 +143,49 @@ def test_comparison_runs_ax_and_the_whole_grid_on_one_space(tmp_path):
     imported = steps.seconds[steps.step == OPTIMIZER_STEP].median()
     expected = (figures.loc["ax-seed0", "wall_seconds"] + imported) / figures.loc["grid", "wall_seconds"]
     assert figures.loc["ax-seed0", "time_vs_grid"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
+    """Every study of the real plan is a valid tuner configuration at its real size, on the tuner's own protocol
+    (capping, noise runs, confirmation), and the plan has every method, reference and scale the report needs."""
+    plan = make_real_plan()
+    places = Places(tmp_path / "out", tmp_path / "data")
+    labels = [step.label for step in plan.steps]
+    assert len(labels) == len(set(labels)) and set(plan.workloads) == set(REAL_WORKLOADS)
+    for step in plan.steps:
+        if not isinstance(step, StudySpec):
+            continue
+        overrides = study_overrides(dataclasses.replace(step, fixed_from=None), plan, places)
+        config, _ = compose_workload(step.workload, overrides, plan)
+        size = plan.size(step.workload, step.scale)
+        assert config.workload.size == size.size and config.workload.buffer_size == size.buffer
+        assert config.confirm.rounds == 3 and config.noise.defaults_runs == 3, step.label
+        assert config.runner.cap == (None if step.method == UNCAPPED else 2), step.label
+        if step.method == UMAP_DEFAULTS:
+            assert config.baseline.page_size == os.sysconf("SC_PAGE_SIZE")
+        if step.workload in plan.lookups:
+            assert f"--lookups {plan.lookups[step.workload]}" in config.workload.command
+        if step.workload != "bfs":  # MiB of data, several times the buffer (bfs's size is a scale)
+            assert size.size * 2**20 >= 3 * size.buffer_bytes, step.label
+    for workload in plan.workloads:
+        large = {label.split("/")[2] for label in labels if label.startswith(f"{LARGE}/{workload}/")}
+        assert large >= {"default", UMAP_DEFAULTS, "mmap", f"mmap-ra{KERNEL_READ_AHEAD_KIB}", *REAL_METHODS,
+                         TRANSFER, UNCAPPED}
+        assert labels.index(f"{LARGE}/{workload}/{TRANSFER}") > labels.index(f"{SMALL}/{workload}/ax")
+        # the uncapped study only times the tuning without capping: after everything else
+        assert labels.index(f"{LARGE}/{workload}/{UNCAPPED}") > max(
+            labels.index(f"{LARGE}/{w}/{m}") for w in plan.workloads for m in REAL_METHODS)
+    assert {step.label for step in plan.steps if isinstance(step, LlnlSpec)} == {
+        f"{LARGE}/sort/llnl", f"{LARGE}/bfs/llnl", f"{MEMORY}/bfs/llnl"}
+    assert plan.size("bfs", MEMORY).buffer_bytes >= 8 * 2**30 and plan.size("sort", LARGE).size == 4096
+    # the old plans keep the old protocol
+    config, _ = compose_workload("sort", study_overrides(make_plan("quick").steps[0], make_plan("quick"), places),
+                                 make_plan("quick"))
+    assert config.confirm.rounds == 0 and config.runner.cap is None
+
+
+def test_dry_run_lists_the_real_steps_and_an_estimate():
+    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"{len(make_real_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout

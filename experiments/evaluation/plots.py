@@ -54,18 +54,18 @@ def convergence(directory: Path, defaults: float) -> pd.DataFrame | None:
     return curve
 
 
-def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Path) -> None:
-    """A panel a workload (small data): the best speedup found so far against the tuning time."""
+def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Path, scale: str = SMALL) -> None:
+    """A panel a workload (at ``scale``): the best speedup found so far against the tuning time."""
     columns = 3
     rows = -(-len(plan.workloads) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 3.6 * rows), squeeze=False)
     for ax, workload in zip(axes.flat, plan.workloads):
-        reference = figures[(figures.workload == workload) & (figures.scale == SMALL) & (figures.method == "default")]
+        reference = figures[(figures.workload == workload) & (figures.scale == scale) & (figures.method == "default")]
         ax.set_title(workload)
         if reference.empty or pd.isna(reference.value.iloc[0]):
             continue
         for method in CONVERGENCE_METHODS:
-            curve = convergence(places.study(SMALL, workload, method), float(reference.value.iloc[0]))
+            curve = convergence(places.study(scale, workload, method), float(reference.value.iloc[0]))
             if curve is not None:
                 ax.step(curve.elapsed, curve.speedup, where="post", label=LABELS[method], color=COLORS[method])
         ax.axhline(1, color="black", linewidth=0.6)

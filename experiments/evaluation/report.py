@@ -127,7 +127,7 @@ def setup(plan: Plan, places: Places) -> str:
               "memory cgroup limit (every run)"]
     rows = []
     for w in plan.workloads:
-        for scale in (SMALL, LARGE):
+        for scale in plan.scales(w):
             size = plan.size(w, scale)
             workload, limit = workload_at(w, size, places)
             data = sum(path.stat().st_size for path in workload.data_paths())

@@ -1,0 +1,97 @@
+"""The real plan's figures (real_figures.csv): a row for each workload, scale and method.
+
+A search study's figure is the tuner's confirmation as recorded (``StudyResult.confirmed``): the winner's median
+over interleaved rounds against the defaults measured in the same rounds, with the spread of the per-round ratios.
+A fixed-parameter study (our defaults, UMap's defaults, the transfer), the kernel's mmap and LLNL UMap have the
+median of their runs; a speedup against one of them is taken between medians, its spread between the extremes
+(the worst of one side against the best of the other), since their runs are not interleaved with the winner's.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import pandas as pd
+
+from autopager.analysis import StudyResult, load_study
+from autopager.goal import Goal
+from evaluation.kernel import load_kernel
+from evaluation.llnl import load_llnl
+from evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from evaluation.studies import Places
+
+FIXED = ("default", UMAP_DEFAULTS, TRANSFER)
+KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KIB}
+SEARCHES = (*REAL_METHODS, UNCAPPED)
+COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
+           "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
+           "time_to_best_seconds", "read_ahead_kib", "page_size"]
+
+
+def spread(values: list[float]) -> tuple[float | None, float | None]:
+    return (min(values), max(values)) if values else (None, None)
+
+
+def search_row(study: StudyResult) -> dict[str, Any]:
+    confirmed = study.confirmed()
+    capped = int((study.trials.status == "capped").sum())
+    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped,
+           "wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best()}
+    if confirmed:
+        low, high = spread(confirmed["values"])
+        row.update(value=confirmed["value"], low=low, high=high, runs=len(confirmed["values"]),
+                   confirmed_speedup=confirmed["speedup"], confirmed_low=confirmed["low"],
+                   confirmed_high=confirmed["high"], page_size=confirmed["params"].get("page_size"))
+    return row
+
+
+def measured_row(values: list[float]) -> dict[str, Any]:
+    low, high = spread(values)
+    return {"value": statistics.median(values) if values else None, "low": low, "high": high, "runs": len(values)}
+
+
+def method_rows(plan: Plan, places: Places, workload: str, scale: str) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for method in (*FIXED, *SEARCHES):
+        study = load_study(places.study(scale, workload, method))
+        if study is not None:
+            rows[method] = measured_row(study.default_values()) if method in FIXED else search_row(study)
+            rows[method].update(metric=study.metric, goal=study.goal)
+    for method, read_ahead in KERNELS.items():
+        kernel = load_kernel(places, scale, workload, read_ahead)
+        if kernel is not None:
+            rows[method] = measured_row(kernel["values"]) | {"read_ahead_kib": kernel.get("read_ahead_kib")}
+    llnl = load_llnl(places, scale, workload)
+    if llnl is not None:
+        rows["llnl"] = measured_row(llnl["values"]) | {"page_size": llnl["page_size"]}
+    return rows
+
+
+def collect_real(plan: Plan, places: Places) -> pd.DataFrame:
+    rows = []
+    for workload in plan.workloads:
+        for scale in plan.scales(workload):
+            found = method_rows(plan, places, workload, scale)
+            studied = next((row for row in found.values() if "goal" in row), None)
+            if studied is None:
+                continue
+            size = plan.size(workload, scale)
+            for method, row in found.items():
+                rows.append({"workload": workload, "scale": scale, "size": size.size, "buffer": size.buffer,
+                             "metric": studied["metric"], "goal": studied["goal"], "method": method, **row})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def best_tuned(part: pd.DataFrame) -> pd.Series | None:
+    """The search (capped, as the tuner runs) with the best confirmed speedup over our defaults."""
+    tuned = part[part.method.isin(REAL_METHODS)].dropna(subset=["confirmed_speedup"])
+    return None if tuned.empty else tuned.loc[tuned.confirmed_speedup.idxmax()]
+
+
+def against(tuned: pd.Series, reference: pd.Series | None) -> tuple[float, float, float] | None:
+    """The tuned winner's median against a reference's median, and the extremes' ratios."""
+    if reference is None or pd.isna(reference.value) or pd.isna(tuned.value):
+        return None
+    goal = Goal.parse(tuned.goal)
+    pairs = [goal.speedup(a, b) for a in (tuned.low, tuned.high) for b in (reference.low, reference.high)]
+    return goal.speedup(tuned.value, reference.value), min(pairs), max(pairs)

@@ -1,0 +1,153 @@
+"""The real plan's written results: real_figures.csv, summary.md and convergence.png.
+
+Per workload: the tuned pager's confirmed speedup with its spread against our defaults, UMap's defaults, the
+kernel's mmap at the disk's read-ahead and at 128 KiB, and LLNL UMap at the same memory; each strategy's tuning
+time, capped and (Ax) uncapped; Ax's cost against the grid's; the small size's Ax parameters at the large size.
+"""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from autopager.machine import describe
+from evaluation import markdown as md
+from evaluation.findings import real_findings
+from evaluation.plan import KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from evaluation.plots import plot_convergence
+from evaluation.real_figures import KERNELS, against, best_tuned, collect_real
+from evaluation.report import failures, setup
+from evaluation.studies import Places
+
+REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, "llnl")
+
+
+def ratio_text(ratio: tuple[float, float, float] | None) -> str:
+    return "-" if ratio is None else f"{ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f})"
+
+
+def reference_name(row: pd.Series) -> str:
+    if row.method in KERNELS:
+        return f"kernel mmap, read-ahead {row.read_ahead_kib:.0f} KiB" if not md.missing(row.read_ahead_kib) \
+            else "kernel mmap"
+    if row.method == "llnl":
+        return f"LLNL UMap, {row.page_size} pages"
+    return {"default": "our defaults", UMAP_DEFAULTS: "UMap's defaults (4 KiB pages)"}[row.method]
+
+
+def versus(figures: pd.DataFrame, plan: Plan) -> str:
+    """The tuned pager (its best confirmed search) against each reference, per workload and scale."""
+    header = ["workload", "scale", "metric", "tuned (method)", "over our defaults, confirmed (rounds)",
+              *(f"over {name}" for name in ("UMap's defaults", "kernel mmap (disk's read-ahead)",
+                                            f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
+    rows = []
+    for workload in plan.workloads:
+        for scale in plan.scales(workload):
+            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method", drop=False)
+            tuned = best_tuned(part)
+            if tuned is None:
+                continue
+            confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
+            others = [ratio_text(against(tuned, part.loc[m] if m in part.index else None))
+                      for m in REFERENCES[1:]]
+            rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})", confirmed,
+                         *others])
+    return md.table(header, rows)
+
+
+def measured(figures: pd.DataFrame) -> str:
+    """Every reference's median and range, stated with what it was (read-ahead, page size)."""
+    part = figures[figures.method.isin(REFERENCES)]
+    return md.table(["workload", "scale", "what", "median", "min", "max", "runs"],
+                    [[r.workload, r.scale, reference_name(r), md.number(r.value), md.number(r.low),
+                      md.number(r.high), md.number(r.runs)] for _, r in part.iterrows()])
+
+
+def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
+    methods = (*REAL_METHODS, UNCAPPED)
+    header = ["workload", "scale", *methods]
+    rows = []
+    for workload in plan.workloads:
+        for scale in plan.scales(workload):
+            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method")
+            entries = ["-" if m not in part.index else
+                       f"{md.seconds(part.loc[m, 'wall_seconds'])} ({part.loc[m, 'trials']:.0f} trials, "
+                       f"{part.loc[m, 'capped']:.0f} capped)" for m in methods]
+            if any(entry != "-" for entry in entries):
+                rows.append([workload, scale, *entries])
+    return md.table(header, rows)
+
+
+def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
+    header = ["workload", "Ax confirmed", "grid confirmed", "Ax time", "grid time", "Ax trials", "grid trials",
+              "Ax time / grid time", "Ax time to its best"]
+    rows = []
+    for workload in plan.workloads:
+        part = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method")
+        if "ax" not in part.index or "grid" not in part.index:
+            continue
+        ax, grid = part.loc["ax"], part.loc["grid"]
+        cost = ax.wall_seconds / grid.wall_seconds if grid.wall_seconds else None
+        rows.append([workload, md.times(ax.confirmed_speedup), md.times(grid.confirmed_speedup),
+                     md.seconds(ax.wall_seconds), md.seconds(grid.wall_seconds), md.number(ax.trials),
+                     md.number(grid.trials), md.times(cost), md.seconds(ax.time_to_best_seconds)])
+    return md.table(header, rows)
+
+
+def transfer(figures: pd.DataFrame, plan: Plan) -> str:
+    """The small size's Ax parameters at the large size, against our defaults and Ax tuned there."""
+    header = ["workload", f"{SMALL} Ax confirmed", f"{TRANSFER} at {LARGE} over our defaults",
+              f"{LARGE} Ax confirmed"]
+    rows = []
+    for workload in plan.workloads:
+        large = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method", drop=False)
+        small = figures[(figures.workload == workload) & (figures.scale == SMALL)].set_index("method")
+        if TRANSFER not in large.index or "default" not in large.index:
+            continue
+        moved = large.loc[TRANSFER]
+        ratio = against(moved, large.loc["default"])
+        rows.append([workload, md.times(small.confirmed_speedup.get("ax")), ratio_text(ratio),
+                     md.times(large.confirmed_speedup.get("ax"))])
+    return md.table(header, rows)
+
+
+def write_real_report(plan: Plan, places: Places, command: str) -> Path:
+    out = places.out
+    figures = collect_real(plan, places)
+    figures.to_csv(out / "real_figures.csv", index=False)
+    plot_convergence(figures, plan, places, out / "convergence.png", scale=LARGE)
+    budget = plan.budget
+    machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
+    sections = [
+        f"# The AutoPager evaluation at real sizes on this machine ({plan.mode} run)",
+        f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `{command}` from the "
+        f"studies under `studies/`, the kernel's runs under `kernel/` and LLNL UMap's under `llnl/`. All figures: "
+        f"`real_figures.csv`; steps, with the load average at each start: `steps.csv`.",
+        "## Machine\n" + machine,
+        "## Setup\n"
+        "Every search study runs on the tuner's own protocol: runs capped at `runner.cap` times the incumbent's "
+        "time, the defaults measured again during the search (noise), and the tuner's confirmation at the end "
+        "(the defaults and the best 3 trials measured again in 3 interleaved rounds). A tuned figure is the "
+        "confirmed winner's median over its rounds, its speedup over our defaults the ratio of the medians of "
+        "the same rounds, with the range of the per-round ratios. Against UMap's defaults (4 KiB pages), the "
+        "kernel's mmap and LLNL UMap, measured apart, the ratio is of medians and its range of the extremes. "
+        f"Methods: page size only; grid over `configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
+        f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
+        f"capping (`{UNCAPPED}`, for the tuning time); coordinate descent and random search "
+        f"({budget.search_trials} trials); the small size's Ax parameters at the large size. The kernel's mmap "
+        f"runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
+        f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
+        + setup(plan, places),
+        "## The tuned pager against the rest\n" + versus(figures, plan),
+        "### What each reference measured\n" + measured(figures),
+        "## Tuning time of each strategy, capped and uncapped\nWall time from a study's first trial to its "
+        "last, its confirmation and the strategy's own time included.\n\n" + tuning_time(figures, plan),
+        "## Ax against the grid (large size)\n" + ax_versus_grid(figures, plan),
+        "## The small size's parameters at the large size\n" + transfer(figures, plan),
+        "## Findings, the disappointing ones first\n" + "\n".join(f"- {text}" for text in real_findings(figures, plan)),
+        "## Steps that failed\n" + failures(places),
+    ]
+    path = out / "summary.md"
+    path.write_text("\n\n".join(sections) + "\n")
+    return path
