@@ -20,6 +20,7 @@ from evaluation.plan import (KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,
                              TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, StudySpec, make_plan, make_real_plan)
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study  # noqa: E402
+from autopager.machine import read_ahead_file  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 
 WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize
@@ -189,3 +190,32 @@ def test_dry_run_lists_the_real_steps_and_an_estimate():
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"{len(make_real_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout
+
+
+@needs_root_and_workloads
+def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
+    """The real plan's steps at tiny sizes: every study on the tuner's protocol with its confirmation, the kernel at
+    two read-aheads (restored after), LLNL skipped with its reason, and the report's figures from those records."""
+    out, data = tmp_path / "out", tmp_path / "data"
+    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--quick",
+                          "--out", str(out), "--data-dir", str(data), "--workloads", "sort"],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    steps = pd.read_csv(out / "steps.csv", dtype={"error": str}).set_index("step")
+    assert steps.loc[f"{LARGE}/sort/llnl", "status"] == "skipped"
+    assert (steps.drop(index=[f"{LARGE}/sort/llnl"]).status == "ok").all()
+    figures = pd.read_csv(out / "real_figures.csv")
+    large = figures[figures.scale == LARGE].set_index("method")
+    for method in ("ax", "grid", "pagesize"):
+        confirmed = load_study(out / "studies" / LARGE / "sort" / method).confirmed()
+        assert large.loc[method, "confirmed_speedup"] == pytest.approx(confirmed["speedup"])
+        assert large.loc[method, "confirmed_low"] <= confirmed["speedup"] <= large.loc[method, "confirmed_high"]
+        assert len(confirmed["values"]) == 3
+    assert large.loc[f"mmap-ra{KERNEL_READ_AHEAD_KIB}", "read_ahead_kib"] == KERNEL_READ_AHEAD_KIB
+    disk = read_ahead_file(data)
+    assert disk is None or large.loc["mmap", "read_ahead_kib"] == int(disk.read_text())
+    summary = (out / "summary.md").read_text()
+    for heading in ("## The tuned pager against the rest", "## Tuning time of each strategy, capped and uncapped",
+                    "## Ax against the grid", "## Findings"):
+        assert heading in summary, heading
+    assert f"read-ahead {KERNEL_READ_AHEAD_KIB} KiB" in summary
