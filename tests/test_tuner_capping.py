@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from autopager.analysis import load_study
 from autopager.cli import main
 from autopager.params import format_size
 
@@ -59,6 +60,12 @@ def test_confirmation_measures_the_defaults_and_the_best_in_rounds_and_saves_the
         shown = f"defaults, pages of {format_size(int(run.pager_page_size))}"
         assert re.search(rf"^\[ *{run.trial}\] .*  {shown}$", out, re.M), out
     assert "None" not in out
+    # read back from the table (the evaluation's figures), the confirmation is the one the tuner printed
+    confirmed = load_study("outputs/synthetic/random-size2-buf64MiB").confirmed()
+    printed = re.search(r"trial (\d+): .*\n.*confirmed speedup: +([0-9.]+)x \(per round ([0-9.]+)-([0-9.]+)x", out)
+    assert printed and (str(confirmed["trial"]), *(f"{confirmed[k]:.2f}" for k in ("speedup", "low", "high"))) == \
+        printed.groups()
+    assert len(confirmed["values"]) == len(confirmed["default_values"]) == 3
 
     # an existing profile is kept unless a confirmed improvement beyond the noise beats it
     capsys.readouterr()
