@@ -8,7 +8,7 @@ import pandas as pd
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
-from evaluation.real_figures import KERNELS, against, best_tuned
+from evaluation.real_figures import KERNELS, against, tuned_parts
 from evaluation.studies import Places
 from autopager.analysis import load_study
 
@@ -112,42 +112,37 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
     the confirmed speedup above 1), where the kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
     figure is behind the grid's and at what cost, and what capping saved."""
     found = []
-    for workload in plan.workloads:
-        for scale in plan.scales(workload):
-            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method", drop=False)
-            tuned = best_tuned(part)
-            if tuned is None:
+    for workload, scale, part, tuned in tuned_parts(figures, plan):
+        where = f"{workload} ({scale})"
+        text = (f"{tuned.confirmed_speedup:.2f}x (rounds {tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f}x, "
+                f"{tuned.method})")
+        if tuned.confirmed_low < 1 or tuned.confirmed_speedup < WORTH_IT:
+            found.append(f"**{where}: tuning does not clearly pay**: the best confirmed speedup over our "
+                         f"defaults is {text}.")
+        else:
+            found.append(f"{where}: tuned pager over our defaults, confirmed: {text}.")
+        for method in (*KERNELS, "llnl"):
+            reference = part.loc[method] if method in part.index else None
+            ratio = against(tuned, reference)
+            if ratio is None:
                 continue
-            where = f"{workload} ({scale})"
-            text = (f"{tuned.confirmed_speedup:.2f}x (rounds {tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f}x, "
-                    f"{tuned.method})")
-            if tuned.confirmed_low < 1 or tuned.confirmed_speedup < WORTH_IT:
-                found.append(f"**{where}: tuning does not clearly pay**: the best confirmed speedup over our "
-                             f"defaults is {text}.")
-            else:
-                found.append(f"{where}: tuned pager over our defaults, confirmed: {text}.")
-            for method in (*KERNELS, "llnl"):
-                reference = part.loc[method] if method in part.index else None
-                ratio = against(tuned, reference)
-                if ratio is None:
-                    continue
-                name = ("LLNL UMap" if method == "llnl" else
-                        f"the kernel's mmap (read-ahead {reference.read_ahead_kib:.0f} KiB)")
-                verdict = "**loses to**" if ratio[0] < 1 else "beats"
-                found.append(f"{'**' if ratio[0] < 1 else ''}{where}{'**' if ratio[0] < 1 else ''}: the tuned pager "
-                             f"{verdict} {name}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
-            ax = part.loc["ax"] if "ax" in part.index else None
-            grid = part.loc["grid"] if "grid" in part.index else None
-            if ax is not None and grid is not None and not pd.isna(ax.confirmed_speedup) \
-                    and not pd.isna(grid.confirmed_speedup) and grid.wall_seconds:
-                cost = ax.wall_seconds / grid.wall_seconds
-                behind = ax.confirmed_speedup < grid.confirmed_speedup
-                found.append(f"{'**' if behind else ''}{where}: Ax {'is behind' if behind else 'reaches'} the grid"
-                             f"{'**' if behind else ''}: confirmed {ax.confirmed_speedup:.2f}x against "
-                             f"{grid.confirmed_speedup:.2f}x, at {cost:.2f}x the grid's tuning time.")
-            uncapped = part.loc["ax-uncapped"] if "ax-uncapped" in part.index else None
-            if ax is not None and uncapped is not None and uncapped.wall_seconds:
-                found.append(f"{where}: capping made Ax's study take {ax.wall_seconds / uncapped.wall_seconds:.2f}x "
-                             f"the uncapped study's time ({ax.capped:.0f} capped runs).")
+            name = ("LLNL UMap" if method == "llnl" else
+                    f"the kernel's mmap (read-ahead {reference.read_ahead_kib:.0f} KiB)")
+            verdict = "**loses to**" if ratio[0] < 1 else "beats"
+            found.append(f"{'**' if ratio[0] < 1 else ''}{where}{'**' if ratio[0] < 1 else ''}: the tuned pager "
+                         f"{verdict} {name}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
+        ax = part.loc["ax"] if "ax" in part.index else None
+        grid = part.loc["grid"] if "grid" in part.index else None
+        if ax is not None and grid is not None and not pd.isna(ax.confirmed_speedup) \
+                and not pd.isna(grid.confirmed_speedup) and grid.wall_seconds:
+            cost = ax.wall_seconds / grid.wall_seconds
+            behind = ax.confirmed_speedup < grid.confirmed_speedup
+            found.append(f"{'**' if behind else ''}{where}: Ax {'is behind' if behind else 'reaches'} the grid"
+                         f"{'**' if behind else ''}: confirmed {ax.confirmed_speedup:.2f}x against "
+                         f"{grid.confirmed_speedup:.2f}x, at {cost:.2f}x the grid's tuning time.")
+        uncapped = part.loc["ax-uncapped"] if "ax-uncapped" in part.index else None
+        if ax is not None and uncapped is not None and uncapped.wall_seconds:
+            found.append(f"{where}: capping made Ax's study take {ax.wall_seconds / uncapped.wall_seconds:.2f}x "
+                         f"the uncapped study's time ({ax.capped:.0f} capped runs).")
     disappointing = [text for text in found if text.startswith("**")]
     return disappointing + [text for text in found if not text.startswith("**")] or ["No study has finished yet."]

@@ -9,7 +9,7 @@ median of their runs; a speedup against one of them is taken between medians, it
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -95,3 +95,13 @@ def against(tuned: pd.Series, reference: pd.Series | None) -> tuple[float, float
     goal = Goal.parse(tuned.goal)
     pairs = [goal.speedup(a, b) for a in (tuned.low, tuned.high) for b in (reference.low, reference.high)]
     return goal.speedup(tuned.value, reference.value), min(pairs), max(pairs)
+
+
+def tuned_parts(figures: pd.DataFrame, plan: Plan) -> Iterator[tuple[str, str, pd.DataFrame, pd.Series]]:
+    """(workload, scale, its rows by method, its best tuned row) for every workload and scale with a tuned figure."""
+    for workload in plan.workloads:
+        for scale in plan.scales(workload):
+            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method", drop=False)
+            tuned = best_tuned(part)
+            if tuned is not None:
+                yield workload, scale, part, tuned

@@ -16,7 +16,7 @@ from evaluation import markdown as md
 from evaluation.findings import real_findings
 from evaluation.plan import KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
 from evaluation.plots import plot_convergence
-from evaluation.real_figures import KERNELS, against, best_tuned, collect_real
+from evaluation.real_figures import KERNELS, against, collect_real, tuned_parts
 from evaluation.report import failures, setup
 from evaluation.studies import Places
 
@@ -42,17 +42,10 @@ def versus(figures: pd.DataFrame, plan: Plan) -> str:
               *(f"over {name}" for name in ("UMap's defaults", "kernel mmap (disk's read-ahead)",
                                             f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
     rows = []
-    for workload in plan.workloads:
-        for scale in plan.scales(workload):
-            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method", drop=False)
-            tuned = best_tuned(part)
-            if tuned is None:
-                continue
-            confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
-            others = [ratio_text(against(tuned, part.loc[m] if m in part.index else None))
-                      for m in REFERENCES[1:]]
-            rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})", confirmed,
-                         *others])
+    for workload, scale, part, tuned in tuned_parts(figures, plan):
+        confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
+        others = [ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES[1:]]
+        rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})", confirmed, *others])
     return md.table(header, rows)
 
 
