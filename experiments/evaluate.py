@@ -83,11 +83,20 @@ def describe_plan(plan: Plan, listed: bool) -> None:
           f"({'capped runs end early; ' if plan.real else ''}a rough estimate, from guessed run times)", flush=True)
 
 
-def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None) -> None:
+def wait_for_load(highest: float | None, longest: float = 600) -> None:
+    """Wait (up to ``longest`` seconds) for the 1-minute load average to fall to ``highest``: the previous step's
+    runs, or anything else on the machine, still in it."""
+    deadline = time.monotonic() + longest
+    while highest is not None and os.getloadavg()[0] > highest and time.monotonic() < deadline:
+        time.sleep(5)
+
+
+def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None, wait_load: float | None) -> None:
     """Every step in order; a step that fails is logged and the next one runs."""
     prepared: set[tuple[str, ...]] = set()
     for number, step in enumerate(plan.steps, 1):
         print(f"\n=== evaluation step {number}/{len(plan.steps)}: {step.label}", flush=True)
+        wait_for_load(wait_load)
         load, start = os.getloadavg()[0], time.perf_counter()
         status, error = "ok", ""
         try:
@@ -113,6 +122,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "(with --quick: its steps at tiny sizes)")
     parser.add_argument("--llnl", type=Path, help="with --real: LLNL UMap's install prefix (bin/umapsort, bin/bfs, "
                         "lib/libumap.so); without it its steps are skipped")
+    parser.add_argument("--wait-load", type=float, metavar="LOAD", help="before each step, wait (10 min at most) for "
+                        "the 1-minute load average to fall to LOAD (e.g. 0.5 on a quiet machine); the load at each "
+                        "step's start is in steps.csv either way")
     parser.add_argument("--dry-run", action="store_true", help="list the steps and the time estimate, and exit")
     parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
                         "with --quick outputs/evaluation-quick; --real: experiments/results/evaluation-real)")
@@ -171,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         load, start = os.getloadavg()[0], time.perf_counter()
         load_optimizer()
         log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
-        run_plan(plan, places, args.mmap_timeout, args.llnl.resolve() if args.llnl else None)
+        run_plan(plan, places, args.mmap_timeout, args.llnl.resolve() if args.llnl else None, args.wait_load)
     write = write_comparison if args.comparison else write_real_report if args.real else write_report
     summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
