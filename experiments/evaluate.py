@@ -21,7 +21,7 @@ Every study is recorded and resumable: run the same command again to continue.
 
     sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
-    sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap   # real sizes: many hours (see --dry-run)
+    sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
     python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
     sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
     python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
