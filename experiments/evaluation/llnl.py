@@ -50,8 +50,8 @@ def measure_llnl(spec: LlnlSpec, plan: Plan, places: Places, prefix: Path | None
     for round_ in range(spec.rounds):
         for variant in variants[round_ % len(variants):] + variants[:round_ % len(variants)]:
             run = bench_llnl.run_once(program, variant, args, libraries) | {"round": round_}
-            print(f"evaluation: LLNL UMap {variant.label}: {run.get('error') or format(run['phase'], '.1f') + ' s'}",
-                  flush=True)
+            shown = run.get("error") or ("no timing line" if run["phase"] is None else f"{run['phase']:.1f} s")
+            print(f"evaluation: LLNL UMap {variant.label}: {shown}", flush=True)
             runs.append(run)
     by_page = {page: [r["phase"] for r in runs if r["variant"] == variant.label and r.get("phase") is not None]
                for page, variant in zip(LLNL_PAGE_SIZES, variants)}
