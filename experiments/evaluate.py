@@ -141,7 +141,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "workload runs (experiments/evaluation/axoverhead.py)")
     parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, quick: 5)")
     parser.add_argument("--large-ax-trials", type=int, help="Ax trials at the large size (default: as small)")
-    parser.add_argument("--mmap-timeout", type=float, default=120, help="seconds a kernel-mmap run")
+    parser.add_argument("--mmap-timeout", type=float, help="seconds a kernel-mmap (and LLNL UMap) run (default: 120; "
+                        "--real: 1800)")
     parser.add_argument("--report-only", action="store_true", help="write the figures from the recorded studies")
     return parser.parse_args(argv)
 
@@ -183,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         load, start = os.getloadavg()[0], time.perf_counter()
         load_optimizer()
         log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
-        run_plan(plan, places, args.mmap_timeout, args.llnl.resolve() if args.llnl else None, args.wait_load)
+        mmap_timeout = args.mmap_timeout or (1800 if args.real and not args.quick else 120)
+        run_plan(plan, places, mmap_timeout, args.llnl.resolve() if args.llnl else None, args.wait_load)
     write = write_comparison if args.comparison else write_real_report if args.real else write_report
     summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
