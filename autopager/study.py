@@ -196,7 +196,7 @@ class Study:
         if entry.continues is not None:
             row = next(row for row in self.table.rows if row["trial"] == entry.continues)
             add_runs(row, result.measurement)
-            row.update(seconds=time.perf_counter() - proposal.begin, **where)
+            row.update(where)
             self.table.write()
         else:
             limit = entry.timeout if entry.cap is None else min(entry.timeout, entry.cap)
@@ -487,7 +487,7 @@ class Study:
                     row = self.reuse(earlier, proposal)
                 else:
                     if self.pool.launcher.workers == 1:
-                        self.progress.running(self.table.next_trial(), limit, params)
+                        self.progress.running(self.table.next_trial(), self.shown_limit(limit), params)
                     row = self.launch(params, Kind.SEARCH, proposal, self.timeout(default),
                                       self.cap_seconds(self.incumbent() or default))
                 if not isinstance(row, InFlight):
@@ -578,14 +578,19 @@ class Study:
             return None
         return Confirmation(self, default).run()
 
+    def shown_limit(self, limit: int | None) -> int | None:
+        """The last trial number of the search: trial numbers count the defaults' runs (the first, if still in
+        flight) and the kernel-mmap row too."""
+        if limit is None:
+            return None
+        return limit + (sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows)
+                        + (self.measured_defaults() is None) - 1)
+
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
         best = self.incumbent()
         default = next((row for row in self.ok_rows(Kind.DEFAULT)), None)
-        if limit is not None:  # trial numbers count the defaults' runs (the first, if still in flight) and the
-            limit += (sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows)  # kernel-mmap row too
-                      + (self.measured_defaults() is None) - 1)
         measured = self.measured_defaults()
-        self.progress.trial(row, limit, best and best["value"], default["value"] if default else None,
+        self.progress.trial(row, self.shown_limit(limit), best and best["value"], default["value"] if default else None,
                             measured and measured["trial"])
 
     # --- the end ---------------------------------------------------------------------------------------

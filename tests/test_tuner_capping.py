@@ -96,6 +96,8 @@ def test_a_trial_within_the_noise_of_the_incumbent_is_measured_again(tuner_home)
     assert len(str(table.repeats[256 << 10]).split(";")) == 1    # far from the defaults: one run decides
     runs = [float(v) for v in str(table.repeats[512 << 10]).split(";")]
     assert len(runs) == 3 and table.value[512 << 10] == pytest.approx(sorted(runs)[1])
+    # its share of the tuning time spans all three runs
+    assert table.seconds[512 << 10] >= table.wall_seconds[512 << 10] >= sum(runs)
 
 
 def test_strategies_are_told_a_capped_trial_is_worse_than_the_incumbent(tuner_home):

@@ -35,6 +35,18 @@ def test_a_log_has_each_trial_start_the_plan_and_the_time_waited(tuner_home):
     assert code == 0 and "study complete" in out and "running" not in out, out
 
 
+def test_a_trial_keeps_its_number_and_total_from_start_to_result_when_the_defaults_run_again(tuner_home):
+    code, out, err = autopager("tune", *QUICK, "strategy=random", "strategy.trials=4", "noise.defaults_every=1")
+    assert code == 0, err
+    lines = out.splitlines()
+    starts = [i for i, line in enumerate(lines) if " running  " in line]
+    assert len(starts) >= 6, out  # the defaults three times, four trials
+    for i in starts:
+        counter = lines[i].split(" running  ")[0]
+        assert lines[i + 1].startswith(counter + " "), (lines[i], lines[i + 1])
+    assert "/6] running" in out, out  # the last search trial: 4 trials after the defaults' 3 runs, numbered from 0
+
+
 def test_a_line_while_ax_loads(tuner_home):
     code, out, err = autopager("tune", *QUICK, "strategy=ax", "budget.trials=1")
     assert code == 0, err
