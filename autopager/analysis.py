@@ -20,15 +20,17 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from autopager.confirmation import confirmed_speedup
+from autopager.confirmation import outcome, recorded_candidates
 from autopager.errors import ConfigError
 from autopager.goal import Goal
 from autopager.kernel_mmap import MMAP
+from autopager.measuring import measured_defaults
 from autopager.memory_limit import pager_memory
 from autopager.params import PARAMETERS
 from autopager.progress import speedup
 from autopager.strategies.ax import LOW_SHARE, MODEL, STATE
 from autopager.study import CONFIG, TABLE
+from autopager.table import DamagedRow, parse_row
 from autopager.workloads import Workload
 
 
@@ -98,29 +100,35 @@ class StudyResult:
         rows = self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
         return [value for _, row in rows.iterrows() for value in runs(row)]
 
+    def records(self) -> list[dict[str, Any]]:
+        """The trials as the tuner reads them (autopager.table.parse_row: kinds and statuses, None for an empty
+        cell); a row the tuner would leave out as damaged is left out."""
+        cells = self.trials.astype(object).where(self.trials.notna(), "")
+        rows = []
+        for record in cells.to_dict("records"):
+            try:
+                rows.append(parse_row({column: str(value) for column, value in record.items()}))
+            except DamagedRow:
+                continue
+        return rows
+
     def confirmed(self) -> dict[str, Any] | None:
-        """The tuner's confirmation as recorded (rows of kind ``confirm``; autopager.confirmation): the winner is
-        the candidate with every round and the best median, the speedup its median over the defaults' confirmation
-        runs, with the spread of the per-round ratios. None when the study has no complete confirmation."""
-        rows = self.trials[(self.trials.kind == "confirm") & self.trials.confirms.notna()]
-        defaults = self.trials[self.trials.kind == "default"]
-        if rows.empty or defaults.empty:
+        """The tuner's confirmation as recorded (rows of kind ``confirm``), its winner chosen as the tuner chooses it
+        (autopager.confirmation.outcome): the speedup is the winner's median over the defaults' confirmation runs,
+        with the spread of the per-round ratios. None when the study has no complete confirmation."""
+        rows = self.records()
+        reference = measured_defaults(rows)
+        if reference is None:
             return None
-        rounds, goal = int(self.config.get("confirm", {}).get("rounds", 0)), Goal.parse(self.goal)
-        by_trial = {int(trial): group.sort_values("trial") for trial, group in rows.groupby("confirms")}
-        first_default = int(defaults.trial.iloc[0])
-        complete = {trial: [v for _, row in group.iterrows() for v in runs(row)] for trial, group in by_trial.items()
-                    if trial != first_default and (group.status == "ok").all() and len(group) >= rounds}
-        default_group = by_trial.get(first_default)
-        if not complete or default_group is None or not (default_group.status == "ok").all():
+        candidates = recorded_candidates(rows)
+        defaults = candidates.pop(reference["trial"], None)
+        rounds, goal = int((self.config.get("confirm") or {}).get("rounds", 0)), Goal.parse(self.goal)
+        winner, speedup_, spread = outcome(goal, defaults, candidates.values(), rounds)
+        if winner is None or speedup_ is None or spread is None:
             return None
-        default_values = [v for _, row in default_group.iterrows() for v in runs(row)]
-        winner = goal.best(complete, key=lambda trial: float(np.median(complete[trial])))
-        speedup_, spread = confirmed_speedup(goal, complete[winner], default_values)
-        params = self.trials[self.trials.trial == winner].iloc[0]
-        return {"trial": winner, "values": complete[winner], "value": float(np.median(complete[winner])),
-                "default_values": default_values, "speedup": speedup_, "low": spread[0], "high": spread[1],
-                "params": {name: int(params[name]) for name in PARAMETERS if pd.notna(params[name])}}
+        return {"trial": winner.trial, "values": winner.values, "value": winner.median,
+                "default_values": defaults.values, "speedup": speedup_, "low": spread[0], "high": spread[1],
+                "params": winner.params}
 
     def tuning_seconds(self) -> float:
         """The trials' time (runs, page-cache drops): what the tuner reports."""

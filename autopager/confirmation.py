@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping
 
 from autopager.goal import Goal
 from autopager.in_flight import InFlight
@@ -42,6 +42,11 @@ class Candidate:
     def median(self) -> float:
         return statistics.median(self.values)
 
+    @property
+    def identity(self) -> Hashable:
+        """What its confirmation runs name: the trial they confirm, or the saved profile's parameters."""
+        return self.trial if self.trial is not None else (PROFILE, key(self.params))
+
 
 @dataclass
 class Verdict:
@@ -59,6 +64,45 @@ def confirmed_speedup(goal: Goal, winner: list[float], defaults: list[float]) ->
     """The winner's median over the defaults' as a speedup, and the spread of the ratios of the k-th runs (rounds)."""
     ratios = [goal.speedup(w, d) for w, d in zip(winner, defaults)]
     return goal.speedup(statistics.median(winner), statistics.median(defaults)), (min(ratios), max(ratios))
+
+
+def completed(candidates: Iterable[Candidate], rounds: int) -> list[Candidate]:
+    """The candidates measured in every round with no run failed or capped."""
+    return [c for c in candidates if not c.failed and len(c.values) >= rounds]
+
+
+def outcome(goal: Goal, defaults: Candidate | None, candidates: Iterable[Candidate],
+            rounds: int) -> tuple[Candidate | None, float | None, tuple[float, float] | None]:
+    """Which candidate won the confirmation (of those completed, the best median over its confirmation runs), and
+    its confirmed speedup over the defaults with the spread of the per-round ratios (None without the defaults'
+    runs, or if one of them failed)."""
+    complete = completed(candidates, rounds)
+    winner = goal.best(complete, key=lambda c: c.median) if complete else None
+    if winner is None or defaults is None or not defaults.values or defaults.failed:
+        return winner, None, None
+    speedup, spread = confirmed_speedup(goal, winner.values, defaults.values)
+    return winner, speedup, spread
+
+
+def count_run(candidate: Candidate, row: Mapping[str, Any]) -> None:
+    """A confirmation run's row counted for its candidate: its value is the round's; a run that failed or was capped
+    ends the candidate's rounds."""
+    if row["status"] is Status.OK:
+        candidate.values.append(row["value"])
+    else:
+        candidate.failed = True
+
+
+def recorded_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[Hashable, Candidate]:
+    """The candidates of a study's confirmation with the runs its table records (rows of kind ``confirm``, as
+    autopager.table reads them), by ``Candidate.identity``, in the order of their first run."""
+    found: dict[Hashable, Candidate] = {}
+    for row in rows:
+        if row["kind"] is Kind.CONFIRM:
+            trial = row["confirms"]
+            candidate = Candidate(PROFILE if trial is None else f"trial {trial}", row_params(row), trial)
+            count_run(found.setdefault(candidate.identity, candidate), row)
+    return found
 
 
 class Confirmation:
@@ -108,28 +152,16 @@ class Confirmation:
         everyone = [defaults, *candidates]
         self.study.progress.print(f"\nconfirming {', '.join(c.label for c in candidates)} against the defaults "
                                   f"in {self.rounds} rounds")
+        recorded = recorded_candidates(self.study.table.rows)  # the runs a resumed study already has
         for candidate in everyone:
-            self.collect(candidate)
+            done = recorded.get(candidate.identity)
+            if done is not None:
+                candidate.values, candidate.failed = done.values, done.failed
         queue = [candidate for round_ in range(self.rounds)
                  for candidate in everyone[round_ % len(everyone):] + everyone[:round_ % len(everyone)]
                  if len(candidate.values) <= round_]  # a resumed study's runs count for its first rounds
         self.measure(queue, defaults)
         return self.verdict(defaults, candidates)
-    def confirms(self, row: Mapping[str, Any], candidate: Candidate) -> bool:
-        if row["kind"] is not Kind.CONFIRM:
-            return False
-        if candidate.trial is None:
-            return row["proposed_by"] == PROFILE and key(row_params(row)) == key(candidate.params)
-        return row["confirms"] == candidate.trial
-
-    def collect(self, candidate: Candidate) -> None:
-        """The confirmation runs a resumed study already has."""
-        for row in self.study.table.rows:
-            if self.confirms(row, candidate):
-                if row["status"] is Status.OK:
-                    candidate.values += runs_of(row)
-                else:
-                    candidate.failed = True
 
     def measure(self, queue: list[Candidate], defaults: Candidate) -> None:
         """Run the queued confirmation runs through the pool, as many at once as it has workers; a candidate whose
@@ -161,20 +193,14 @@ class Confirmation:
 
     def measured(self, candidate: Candidate, row: Mapping[str, Any]) -> None:
         self.study.report(row, None)
-        if row["status"] is Status.OK:
-            candidate.values.append(row["value"])
-        else:
-            candidate.failed = True
+        count_run(candidate, row)
 
     def verdict(self, defaults: Candidate, candidates: list[Candidate]) -> Verdict:
         goal = self.study.workload.goal
-        complete = [c for c in candidates if not c.failed and len(c.values) >= self.rounds]
+        complete = completed(candidates, self.rounds)
         noises = [n for n in (relative_noise(c.values) for c in [defaults, *complete]) if n is not None]
         noise = math.sqrt(statistics.fmean([n * n for n in noises])) if noises else self.study.noise()
-        winner = goal.best(complete, key=lambda c: c.median) if complete else None
-        speedup = spread = None
-        if winner is not None and defaults.values and not defaults.failed:
-            speedup, spread = confirmed_speedup(goal, winner.values, defaults.values)
+        winner, speedup, spread = outcome(goal, defaults, candidates, self.rounds)
         saved = self.saved
         profile = None if saved is None else next(
             (c for c in [defaults, *candidates] if key(c.params) == key(saved)), None)

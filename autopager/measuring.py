@@ -81,6 +81,11 @@ def add_runs(row: dict[str, Any], result: Measurement) -> None:
                    stderr_tail=result.stderr_tail or None)
 
 
+def measured_defaults(rows: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The defaults' first trial that did not fail: the study's reference, the one its confirmation confirms."""
+    return next((row for row in rows if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED), None)
+
+
 def runs_of(row: Mapping[str, Any]) -> list[float]:
     return parse_runs(row.get("repeats"))
 

@@ -53,8 +53,8 @@ from autopager.errors import ConfigError, StudyError
 from autopager.in_flight import InFlight, InFlightRecord
 from autopager.kernel_mmap import mmap_runner
 from autopager.launchers import TrialResult, make_launcher
-from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, relative_noise, run_seconds, runs_of,
-                                 trial_row)
+from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, measured_defaults, relative_noise,
+                                 run_seconds, runs_of, trial_row)
 from autopager.machine import this_machine
 from autopager.profiles import save_profile, write_profile
 from autopager.progress import Progress, defaults_pages, format_value
@@ -375,8 +375,7 @@ class Study:
 
     def measured_defaults(self) -> dict[str, Any] | None:
         """The defaults' first trial that did not fail, if the study has it."""
-        return next((row for row in self.table.rows
-                     if row["kind"] is Kind.DEFAULT and row["status"] is not Status.FAILED), None)
+        return measured_defaults(self.table.rows)
 
     def reference_checksum(self) -> str | None:
         """The checksum of the defaults' first run, which validated its answer in full: every later run (a search

@@ -115,3 +115,18 @@ def test_strategies_are_told_a_capped_trial_is_worse_than_the_incumbent(tuner_ho
                              "repeats": None, "wall_seconds": 0.4}]
         told, sem = study.told(study.table.rows[1])
         assert worse(told, 2.0) and told == pytest.approx(6.0 if goal == "minimize" else 2.0 / 3) and sem is None
+
+
+def test_the_table_read_back_names_the_winner_the_tuner_confirmed_even_the_saved_profile(tuner_home, capsys):
+    """The saved profile's parameters (256KiB pages, the optimum) are confirmed beside a later study's best trial
+    (4MiB pages) and win: the study's table, read back, names that winner, as the tuner did."""
+    args = [*AT_OPTIMUM[:-1], "workload.size=2", "confirm.rounds=2", "confirm.candidates=1"]
+    assert main(["tune", *args, "space.page_size={values:[256KiB,1GiB]}", "study.name=first"]) == 0
+    assert "saved (confirmed)" in capsys.readouterr().out
+    assert main(["tune", *args, "space.page_size={values:[4MiB,1GiB]}", "study.name=second"]) == 0
+    out = capsys.readouterr().out
+    assert "confirmed best:" in out and ", profile: " in out and "kept: the saved profile's parameters" in out
+    confirmed = load_study("outputs/synthetic/second").confirmed()
+    assert confirmed["trial"] is None and confirmed["params"]["page_size"] == 256 << 10
+    printed = re.search(r"confirmed speedup: +([0-9.]+)x \(per round ([0-9.]+)-([0-9.]+)x", out)
+    assert printed and tuple(f"{confirmed[k]:.2f}" for k in ("speedup", "low", "high")) == printed.groups()
