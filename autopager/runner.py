@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import contextlib
 import os
 import shutil
 import signal
@@ -223,8 +224,9 @@ class Runner:
             timed_out = True
             os.killpg(process.pid, signal.SIGKILL)
             stdout, stderr = process.communicate()
-        except BaseException:  # interrupted: leave no process behind
-            os.killpg(process.pid, signal.SIGKILL)
+        except BaseException:  # interrupted: leave no process behind (it may have ended and been reaped already)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             raise
         wall = time.perf_counter() - start
