@@ -130,6 +130,25 @@ class StudyResult:
                 "default_values": defaults.values, "speedup": speedup_, "low": spread[0], "high": spread[1],
                 "params": winner.params}
 
+    def unconfirmed(self) -> str | None:
+        """Why a search study has no confirmed figure, in plain words: cut short (a timeout, Ctrl-C, a session that
+        ended) before or during its confirmation, or a confirmation that found none. None when it has one, or is
+        not to be confirmed (the ``default`` strategy, or confirm.rounds=0). Running the study again resumes it."""
+        rounds = int((self.config.get("confirm") or {}).get("rounds", 0))
+        if self.strategy == "default" or rounds == 0 or self.confirmed() is not None:
+            return None
+        searched = self.trials[self.trials.kind == "search"]
+        trials = f"{len(searched)} trial{'' if len(searched) == 1 else 's'}"
+        if not (searched.status == "ok").any():
+            return f"not confirmed: none of its {trials} succeeded"
+        candidates = recorded_candidates(self.records()).values()
+        if not candidates:
+            return f"interrupted after {trials}, not confirmed"
+        if any(not c.failed and len(c.values) < rounds for c in candidates):
+            runs = sum(len(c.values) for c in candidates)
+            return f"interrupted after {trials}, during its confirmation ({runs} runs done), not confirmed"
+        return f"not confirmed: its confirmation after {trials} had no winner (a run failed or was capped)"
+
     def tuning_seconds(self) -> float:
         """The trials' time (runs, page-cache drops): what the tuner reports."""
         return float(self.trials.seconds.fillna(0).sum())

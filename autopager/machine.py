@@ -92,15 +92,19 @@ def storage(path: Path) -> str:
     return f"/dev/{name} ({kind}, {format_size(size >> 30 << 30)}, read-ahead {read_ahead} KiB)"
 
 
-def program(workload: str) -> str:
-    """The executable a workload's config runs (``{bin}/NAME``)."""
+def program(workload: str) -> str | None:
+    """The executable a workload's config runs (``{bin}/NAME``); None for one that runs no built program (the
+    synthetic workload, a Python module)."""
     command = yaml.safe_load((config_dir() / "workload" / f"{workload}.yaml").read_text())["command"]
-    return re.search(r"\{bin\}/([\w.-]+)", command).group(1)
+    found = re.search(r"\{bin\}/([\w.-]+)", command)
+    return found.group(1) if found else None
 
 
 def programs(workloads: list[str]) -> str:
     """Where the workload programs are, when they were built and their digests: the pager is linked in."""
-    names = sorted({program(workload) for workload in workloads})
+    names = sorted({name for name in map(program, workloads) if name is not None})
+    if not names:
+        return "none built (the workloads are Python programs)"
     shown = []
     for name in names:
         path = locate_bin(name) / name

@@ -17,7 +17,9 @@ sort and bfs (``--llnl PREFIX``), and Ax uncapped for the tuning time without ca
 real_figures.csv, summary.md, convergence.png (experiments/evaluation/real_report.py). Before running, the
 steps and a rough time estimate are printed; ``--dry-run`` prints them and exits.
 
-Every study is recorded and resumable: run the same command again to continue.
+Every study is recorded and resumable: run the same command again to continue. A search study cut short (a
+timeout, Ctrl-C, a session that ended) is logged in steps.csv as ``interrupted``, shown in the report as not
+confirmed, without figures, and resumed by the next run.
 
     sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
@@ -55,10 +57,10 @@ from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
 from evaluation.llnl import measure_llnl  # noqa: E402
 from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,  # noqa: E402
-                             estimate_seconds, expected_runs, make_plan, make_real_plan)
+                             StudySpec, estimate_seconds, expected_runs, make_plan, make_real_plan)
 from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study  # noqa: E402
+from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
 
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
@@ -109,9 +111,17 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
                                  ("ok", "") if result["value"] is not None else ("failed", result["error"]))
             else:
                 run_study(step, plan, places, prepared)
+                why = unfinished(step, places)
+                if why is not None:
+                    status, error = "incomplete", why
         except (StudyError, ConfigError, OSError) as failure:
             status, error = "failed", str(failure).splitlines()[0]
             print(f"evaluation: {step.label} failed: {failure}", flush=True)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM in a study: logged as not done, and the evaluation stops
+            why = unfinished(step, places) if isinstance(step, StudySpec) else None
+            log_step(places.out / plan.log, step.label, "interrupted", why or "interrupted",
+                     time.perf_counter() - start, load)
+            raise
         log_step(places.out / plan.log, step.label, status, error, time.perf_counter() - start, load)
 
 

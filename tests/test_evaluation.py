@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -15,9 +18,12 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "experiments"))
 
+from evaluate import run_plan  # noqa: E402
 from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
-from evaluation.plan import (KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS, REAL_WORKLOADS, SMALL,  # noqa: E402
-                             TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, StudySpec, make_plan, make_real_plan)
+from evaluation.plan import (BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS, REAL_QUICK,  # noqa: E402
+                             REAL_WORKLOADS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, Plan, Size, StudySpec,
+                             make_plan, make_real_plan)
+from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
@@ -219,3 +225,77 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
                     "## Ax against the grid", "## Findings"):
         assert heading in summary, heading
     assert f"read-ahead {KERNEL_READ_AHEAD_KIB} KiB" in summary
+
+
+def table_rows(path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError):
+        return pd.DataFrame()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the real plan's runs are in memory cgroups (root)")
+def test_a_search_cut_short_is_not_done_shows_no_figure_and_resumes(tmp_path):
+    """The real plan's grid and Ax on the synthetic workload, Ax stopped mid-search by Ctrl-C (SIGINT): its step is
+    logged as interrupted, the report says so and quotes no speedup or tuning time of it, nor its cost against the
+    grid's, and the next run resumes it (its finished trials kept) to its confirmation; only then is the step done."""
+    places = Places(tmp_path / "out", tmp_path / "data")
+    places.out.mkdir()
+    grid = StudySpec("synthetic", LARGE, "grid", "grid", space="evaluation", overrides=("budget.trials=3",))
+    ax = StudySpec("synthetic", LARGE, "ax", "ax", overrides=("strategy.initialization_trials=3", "strategy.trials=6"))
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[grid, ax])
+    table = places.study(LARGE, "synthetic", "ax") / "trials.csv"
+    stop = threading.Event()
+
+    def interrupt_after_three_trials():
+        while not stop.is_set():
+            if len(table_rows(table)) >= 3:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=interrupt_after_three_trials, daemon=True)
+    watcher.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_plan(plan, places, 60, None, None)
+    finally:
+        stop.set()
+        watcher.join()
+    before = table_rows(table)
+    searched = int((before.kind == "search").sum())
+    assert searched >= 1 and not (before.kind == "confirm").any()
+    steps = pd.read_csv(places.out / plan.log, dtype={"error": str})
+    cut_short = f"interrupted after {searched} trial{'' if searched == 1 else 's'}, not confirmed"
+    assert list(steps.status) == ["ok", "interrupted"] and steps.error[1] == cut_short
+
+    write_real_report(plan, places, "test")
+    figures = pd.read_csv(places.out / "real_figures.csv").set_index("method")
+    assert figures.loc["ax", "incomplete"] == cut_short and figures.loc["ax", "trials"] == searched
+    assert figures.loc["ax", ["value", "confirmed_speedup", "wall_seconds", "time_to_best_seconds"]].isna().all()
+    assert pd.isna(figures.loc["grid", "incomplete"]) and figures.loc["grid", "confirmed_speedup"] > 0
+    summary = (places.out / "summary.md").read_text()
+    section = {part.split("\n")[0]: part for part in summary.split("\n## ")}
+    tuning = section["Tuning time of each strategy, capped and uncapped"]
+    assert f" | {cut_short} ({searched} trials, 0 capped) | - | - | - |" in tuning
+    versus_grid = section["Ax against the grid (large size)"]
+    grid_figure = f"{figures.loc['grid', 'confirmed_speedup']:.2f}x"
+    assert f"| synthetic | {cut_short} | {grid_figure} | - | " in versus_grid
+    assert versus_grid.splitlines()[-1].split(" | ")[7] == "-"  # no Ax time / grid time
+    assert cut_short in section["Findings, the disappointing ones first"]
+    assert "interrupted" in section["Steps that failed"] and cut_short in section["Steps that failed"]
+
+    run_plan(plan, places, 60, None, None)  # the next run resumes it
+    after = table_rows(table)
+    pd.testing.assert_frame_equal(after.iloc[:len(before)], before, check_dtype=False)  # finished trials kept
+    assert (after.kind == "confirm").any() and int((after.kind == "search").sum()) == 6
+    assert list(pd.read_csv(places.out / plan.log).status) == ["ok", "interrupted", "ok", "ok"]
+    study = load_study(places.study(LARGE, "synthetic", "ax"))
+    assert study.unconfirmed() is None
+    write_real_report(plan, places, "test")
+    figures = pd.read_csv(places.out / "real_figures.csv").set_index("method")
+    assert pd.isna(figures.loc["ax", "incomplete"])
+    assert figures.loc["ax", "confirmed_speedup"] == pytest.approx(study.confirmed()["speedup"])
+    summary = (places.out / "summary.md").read_text()
+    assert "not confirmed" not in summary and "Every one of the 2 steps finished." in summary

@@ -8,7 +8,7 @@ import pandas as pd
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
-from evaluation.real_figures import KERNELS, against, tuned_parts
+from evaluation.real_figures import KERNELS, against, finished, tuned_parts
 from evaluation.studies import Places
 from autopager.analysis import load_study
 
@@ -111,7 +111,8 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
     the confirmed speedup above 1), where the kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
     figure is behind the grid's and at what cost, and what capping saved."""
-    found = []
+    found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
+             f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
     for workload, scale, part, tuned in tuned_parts(figures, plan):
         where = f"{workload} ({scale})"
         text = (f"{tuned.confirmed_speedup:.2f}x (rounds {tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f}x, "
@@ -133,15 +134,14 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
                          f"{verdict} {name}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
         ax = part.loc["ax"] if "ax" in part.index else None
         grid = part.loc["grid"] if "grid" in part.index else None
-        if ax is not None and grid is not None and not pd.isna(ax.confirmed_speedup) \
-                and not pd.isna(grid.confirmed_speedup) and grid.wall_seconds:
+        if finished(ax) and finished(grid) and grid.wall_seconds:
             cost = ax.wall_seconds / grid.wall_seconds
             behind = ax.confirmed_speedup < grid.confirmed_speedup
             found.append(f"{'**' if behind else ''}{where}: Ax {'is behind' if behind else 'reaches'} the grid"
                          f"{'**' if behind else ''}: confirmed {ax.confirmed_speedup:.2f}x against "
                          f"{grid.confirmed_speedup:.2f}x, at {cost:.2f}x the grid's tuning time.")
         uncapped = part.loc["ax-uncapped"] if "ax-uncapped" in part.index else None
-        if ax is not None and uncapped is not None and uncapped.wall_seconds:
+        if finished(ax) and finished(uncapped) and uncapped.wall_seconds:
             found.append(f"{where}: capping made Ax's study take {ax.wall_seconds / uncapped.wall_seconds:.2f}x "
                          f"the uncapped study's time ({ax.capped:.0f} capped runs).")
     disappointing = [text for text in found if text.startswith("**")]

@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 from evaluation.plan import CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
 from evaluation.studies import Places  # noqa: E402
-from autopager.analysis import load_study  # noqa: E402
+from autopager.analysis import StudyResult, load_study  # noqa: E402
 
 BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
 LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",
@@ -44,11 +44,8 @@ def plot_speedups(figures: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def convergence(directory: Path, defaults: float) -> pd.DataFrame | None:
+def convergence(study: StudyResult, defaults: float) -> pd.DataFrame:
     """Best-so-far as a speedup over ``defaults``, against the study's elapsed seconds."""
-    study = load_study(directory)
-    if study is None:
-        return None
     curve = study.best_so_far().dropna(subset=["best"])
     curve["speedup"] = [speedup(value, defaults, study.goal) for value in curve.best]
     return curve
@@ -65,9 +62,13 @@ def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Pa
         if reference.empty or pd.isna(reference.value.iloc[0]):
             continue
         for method in CONVERGENCE_METHODS:
-            curve = convergence(places.study(scale, workload, method), float(reference.value.iloc[0]))
-            if curve is not None:
-                ax.step(curve.elapsed, curve.speedup, where="post", label=LABELS[method], color=COLORS[method])
+            study = load_study(places.study(scale, workload, method))
+            if study is None:
+                continue
+            curve = convergence(study, float(reference.value.iloc[0]))
+            cut_short = study.unconfirmed() is not None  # dotted, and said: no final figure
+            ax.step(curve.elapsed, curve.speedup, where="post", color=COLORS[method], linestyle=":" if cut_short else "-",
+                    label=LABELS[method] + (" (not confirmed)" if cut_short else ""))
         ax.axhline(1, color="black", linewidth=0.6)
         ax.set_xscale("symlog", linthresh=10)
         ax.set_xlim(left=0)

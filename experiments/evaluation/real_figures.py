@@ -15,6 +15,7 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, load_study
 from autopager.goal import Goal
+from evaluation import markdown as md
 from evaluation.kernel import load_kernel
 from evaluation.llnl import load_llnl
 from evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
@@ -25,7 +26,7 @@ KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KI
 SEARCHES = (*REAL_METHODS, UNCAPPED)
 COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
            "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
-           "time_to_best_seconds", "read_ahead_kib", "page_size"]
+           "time_to_best_seconds", "read_ahead_kib", "page_size", "incomplete"]
 
 
 def spread(values: list[float]) -> tuple[float | None, float | None]:
@@ -35,14 +36,19 @@ def spread(values: list[float]) -> tuple[float | None, float | None]:
 def search_row(study: StudyResult) -> dict[str, Any]:
     confirmed = study.confirmed()
     capped = int((study.trials.status == "capped").sum())
-    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped,
-           "wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best()}
-    if confirmed:
-        low, high = spread(confirmed["values"])
-        row.update(value=confirmed["value"], low=low, high=high, runs=len(confirmed["values"]),
-                   confirmed_speedup=confirmed["speedup"], confirmed_low=confirmed["low"],
-                   confirmed_high=confirmed["high"], page_size=confirmed["params"].get("page_size"))
-    return row
+    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped}
+    if confirmed is None:
+        return row | {"incomplete": study.unconfirmed() or "not confirmed"}
+    low, high = spread(confirmed["values"])
+    return row | {"wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best(),
+                  "value": confirmed["value"], "low": low, "high": high, "runs": len(confirmed["values"]),
+                  "confirmed_speedup": confirmed["speedup"], "confirmed_low": confirmed["low"],
+                  "confirmed_high": confirmed["high"], "page_size": confirmed["params"].get("page_size")}
+
+
+def finished(row: pd.Series | None) -> bool:
+    """Whether a figure is final: not a search study cut short (``incomplete``)."""
+    return row is not None and md.missing(row.get("incomplete"))
 
 
 def measured_row(values: list[float]) -> dict[str, Any]:

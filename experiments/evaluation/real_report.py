@@ -16,7 +16,7 @@ from evaluation import markdown as md
 from evaluation.findings import real_findings
 from evaluation.plan import KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
 from evaluation.plots import plot_convergence
-from evaluation.real_figures import KERNELS, against, collect_real, tuned_parts
+from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
 from evaluation.report import failures, setup
 from evaluation.studies import Places
 
@@ -57,6 +57,13 @@ def measured(figures: pd.DataFrame) -> str:
                       md.number(r.high), md.number(r.runs)] for _, r in part.iterrows()])
 
 
+def tuning_cost(row: pd.Series) -> str:
+    """A search's tuning time and trials; for one cut short, only that (its time so far is no tuning time)."""
+    if not finished(row):
+        return f"{row.incomplete} ({row.trials:.0f} trials, {row.capped:.0f} capped)"
+    return f"{md.seconds(row.wall_seconds)} ({row.trials:.0f} trials, {row.capped:.0f} capped)"
+
+
 def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
     methods = (*REAL_METHODS, UNCAPPED)
     header = ["workload", "scale", *methods]
@@ -64,12 +71,17 @@ def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
     for workload in plan.workloads:
         for scale in plan.scales(workload):
             part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method")
-            entries = ["-" if m not in part.index else
-                       f"{md.seconds(part.loc[m, 'wall_seconds'])} ({part.loc[m, 'trials']:.0f} trials, "
-                       f"{part.loc[m, 'capped']:.0f} capped)" for m in methods]
+            entries = [tuning_cost(part.loc[m]) if m in part.index else "-" for m in methods]
             if any(entry != "-" for entry in entries):
                 rows.append([workload, scale, *entries])
     return md.table(header, rows)
+
+
+def confirmed_text(row: pd.Series | None) -> str:
+    """A search's confirmed speedup over our defaults, or why it has none."""
+    if row is None:
+        return "-"
+    return md.times(row.confirmed_speedup) if finished(row) else row.incomplete
 
 
 def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
@@ -81,10 +93,10 @@ def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
         if "ax" not in part.index or "grid" not in part.index:
             continue
         ax, grid = part.loc["ax"], part.loc["grid"]
-        cost = ax.wall_seconds / grid.wall_seconds if grid.wall_seconds else None
-        rows.append([workload, md.times(ax.confirmed_speedup), md.times(grid.confirmed_speedup),
-                     md.seconds(ax.wall_seconds), md.seconds(grid.wall_seconds), md.number(ax.trials),
-                     md.number(grid.trials), md.times(cost), md.seconds(ax.time_to_best_seconds)])
+        cost = ax.wall_seconds / grid.wall_seconds if finished(ax) and finished(grid) and grid.wall_seconds else None
+        rows.append([workload, confirmed_text(ax), confirmed_text(grid), md.seconds(ax.wall_seconds),
+                     md.seconds(grid.wall_seconds), md.number(ax.trials), md.number(grid.trials), md.times(cost),
+                     md.seconds(ax.time_to_best_seconds)])
     return md.table(header, rows)
 
 
@@ -100,8 +112,8 @@ def transfer(figures: pd.DataFrame, plan: Plan) -> str:
             continue
         moved = large.loc[TRANSFER]
         ratio = against(moved, large.loc["default"])
-        rows.append([workload, md.times(small.confirmed_speedup.get("ax")), ratio_text(ratio),
-                     md.times(large.confirmed_speedup.get("ax"))])
+        rows.append([workload, confirmed_text(small.loc["ax"] if "ax" in small.index else None), ratio_text(ratio),
+                     confirmed_text(large.loc["ax"] if "ax" in large.index else None)])
     return md.table(header, rows)
 
 
@@ -123,8 +135,10 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "time, the defaults measured again during the search (noise), and the tuner's confirmation at the end "
         "(the defaults and the best 3 trials measured again in 3 interleaved rounds). A tuned figure is the "
         "confirmed winner's median over its rounds, its speedup over our defaults the ratio of the medians of "
-        "the same rounds, with the range of the per-round ratios. Against UMap's defaults (4 KiB pages), the "
-        "kernel's mmap and LLNL UMap, measured apart, the ratio is of medians and its range of the extremes. "
+        "the same rounds, with the range of the per-round ratios. A search cut short before its confirmation "
+        "ended (a timeout, Ctrl-C, a session that ended) is shown as such, with no figure or tuning time; the next "
+        "run resumes it. Against UMap's defaults (4 KiB pages), the kernel's mmap and LLNL UMap, measured apart, "
+        "the ratio is of medians and its range of the extremes. "
         f"Methods: page size only; grid over `configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
         f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
         f"capping (`{UNCAPPED}`, for the tuning time); coordinate descent and random search "

@@ -164,7 +164,7 @@ def failures(places: Places) -> str:
     bad = last[last.status != "ok"]
     if bad.empty:
         return f"Every one of the {len(last)} steps finished."
-    return md.table(["step", "error"], [[r.step, r.error] for _, r in bad.iterrows()])
+    return md.table(["step", "status", "why"], [[r.step, r.status, r.error] for _, r in bad.iterrows()])
 
 
 def write_report(plan: Plan, places: Places, command: str) -> Path:

@@ -1,7 +1,8 @@
 """Runs one study of the evaluation through the tuner's own API (``autopager.cli.compose`` and ``Study``).
 
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
-one only replays its table. The workload's data is generated here, once a process, before the study runs,
+one only replays its table. A search study is done only once its confirmation is recorded (``unfinished``): a step
+cut short is logged as ``interrupted``, one that ended with nothing confirmed as ``incomplete``, never ``ok``. The workload's data is generated here, once a process, before the study runs,
 and the study is given no preparation step (the tuner would run it again at every study).
 Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer, the program's
 own arrays and a headroom; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
@@ -124,6 +125,13 @@ def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[s
     with open_dict(config):
         config.workload.prepare = None
     Study(config, space_name=choices.get("space", "default")).run()
+
+
+def unfinished(spec: StudySpec, places: Places) -> str | None:
+    """Why a study step is not done (``StudyResult.unconfirmed``: a search cut short before or during its
+    confirmation, or one with nothing confirmed); None when it is. Running the step again resumes the study."""
+    study = load_study(places.study(spec.scale, spec.workload, spec.method))
+    return study.unconfirmed() if study is not None else "no trial recorded"
 
 
 def load_optimizer() -> None:
