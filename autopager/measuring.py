@@ -70,8 +70,7 @@ def add_runs(row: dict[str, Any], result: Measurement) -> None:
     row["wall_seconds"] = (row["wall_seconds"] or 0.0) + result.wall_seconds
     # the trial's span (its share of the tuning time) runs to the end of its last run
     row["seconds"] = (datetime.datetime.now(datetime.timezone.utc)
-                      - datetime.datetime.fromisoformat(row["started"])).total_seconds() if row["started"] else (
-        (row["seconds"] or 0.0) + result.wall_seconds)
+                      - datetime.datetime.fromisoformat(row["started"])).total_seconds()
     if result.ok:
         row["value"] = statistics.median(runs)
         row.update({name: (result.pager_stats or {}).get(name, row.get(name)) for name in STATS})

@@ -293,11 +293,9 @@ class Study:
     def tuning_seconds(self) -> float:
         """The time spent with a trial asked for or running: the union of the trials' spans (``seconds`` from
         ``started``), so that trials run at the same time on several nodes count once."""
-        timed = [row for row in self.table.rows if row["seconds"] is not None]
-        spans = sorted((start, start + row["seconds"]) for row in timed if row["started"]
+        spans = sorted((start, start + row["seconds"]) for row in self.table.rows if row["seconds"] is not None
                        for start in [datetime.datetime.fromisoformat(row["started"]).timestamp()])
-        total = sum(row["seconds"] for row in timed if not row["started"])
-        covered = -math.inf
+        total, covered = 0.0, -math.inf
         for start, end in spans:
             if end > covered:
                 total += end - max(start, covered)

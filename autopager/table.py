@@ -3,8 +3,9 @@
 The table is rewritten whole after every trial: into a new temporary file in the study directory, synced, then
 renamed over the old one (and the directory synced), so a crash at any instant leaves either the old table or the
 new one. A table damaged some other way (a full disk under another tool, a hand edit, a copy cut short) is read
-row by row: a row that is cut short, has an unknown kind or status, a number that is not one, or no parameters
-for a trial other than the defaults is reported on stderr with its line and left out, never taken for a trial;
+row by row: a row that is cut short, has an unknown kind or status, a number that is not one, no start time, or
+no parameters for a trial other than the defaults is reported on stderr with its line and left out, never taken
+for a trial;
 the file as it was is kept next to the table (``trials.damaged-<time>.csv``) before it is first rewritten.
 """
 from __future__ import annotations
@@ -106,6 +107,8 @@ def parse_row(cells: Mapping[str, str]) -> dict[str, Any]:
     missing = [column for column in ("trial", "kind", "status") if row[column] is None]
     if missing:
         raise DamagedRow(f"no {', '.join(missing)}")
+    if row["started"] is None:  # every row the tuner writes has it, in every table since the first
+        raise DamagedRow("no started time")
     if row["status"] is Status.OK and row["value"] is None:
         raise DamagedRow("status ok without a value")
     if row["kind"] is Kind.CONFIRM and row["confirms"] is None and row["proposed_by"] != PROFILE:

@@ -38,11 +38,14 @@ def test_damaged_rows_are_reported_and_ignored_never_trusted(tuner_home, capsys)
     no_params = lines[2].split(",")
     for name in PARAMETERS:
         no_params[header.index(name)] = ""
+    no_start = lines[2].split(",")
+    no_start[header.index("value")], no_start[header.index("started")] = "1e-9", ""  # every trial says when it began
     fields = lines[3].split(",")
     fields[0], fields[header.index("value")] = "7", "1e-9"  # a best-ever value, then the row is cut short
     cut = ",".join(fields)[: len(",".join(fields)) // 2]
     TABLE.write_text("".join(good) + bad_status.replace(lines[2].split(",")[0], "4", 1)
-                     + ",".join(["5", *bad_value[1:]]) + ",".join(["6", *no_params[1:]]) + cut)
+                     + ",".join(["5", *bad_value[1:]]) + ",".join(["6", *no_params[1:]])
+                     + ",".join(["8", *no_start[1:]]) + cut)
     capsys.readouterr()
 
     assert tune_random(3) == 0
@@ -50,7 +53,8 @@ def test_damaged_rows_are_reported_and_ignored_never_trusted(tuner_home, capsys)
     assert "line 4: damaged row ignored: status is 'fine'" in captured.err
     assert "line 5: damaged row ignored: value is 'fast'" in captured.err
     assert "line 6: damaged row ignored: no parameters for a trial other than the defaults" in captured.err
-    assert "line 7: damaged row ignored: cut short" in captured.err
+    assert "line 7: damaged row ignored: no started time" in captured.err
+    assert "line 8: damaged row ignored: cut short" in captured.err
     assert list(TABLE.parent.glob("trials.damaged-*.csv")), "the damaged file was not kept"
     table = pd.read_csv(TABLE)
     assert len(table) == 4 and (table.value > 1e-6).all() and (table.status == "ok").all()
