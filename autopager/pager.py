@@ -246,9 +246,9 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
         if "page_size" not in params and not _page_size_in_environment():
             config.page_size = _native.page_size_for_buffer(buffer_bytes)
     config.buffer_pages = buffer_bytes // config.page_size
-    if config.buffer_pages == 0:
-        raise ValueError(f"buffer_size={buffer_bytes} bytes is less than one page (page_size={config.page_size}); "
-                         f"give a buffer of at least one page")
+    if config.buffer_pages < 2:
+        raise ValueError(f"buffer_size={buffer_bytes} bytes is less than two pages (page_size={config.page_size}); "
+                         f"give a buffer of at least two pages: a filler's read slot and a resident page")
     config.validate()
     return config
 

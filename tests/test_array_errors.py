@@ -96,7 +96,8 @@ def test_bad_array_arguments(path, arguments, message):
     ({"fillers": 0}, r"fillers \(UMAP_PAGE_FILLERS\) = 0: out of range; allowed: an integer from 1"),
     ({"fillers": -3}, r"fillers=-3: out of range; it must not be negative"),
     ({"read_ahead": 1.5}, r"read_ahead must be a whole number"),
-    ({"buffer_size": 100}, r"buffer_size=100 bytes is less than one page"),
+    ({"buffer_size": 100}, r"buffer_size=100 bytes is less than two pages"),
+    ({"buffer_size": 100000, "page_size": 65536}, r"buffer_size=100000 bytes is less than two pages"),
     ({"page_sise": 4096}, r"unknown paging parameter\(s\) \['page_sise'\]; known: page_size"),
 ])
 def test_bad_parameters(path, params, message):

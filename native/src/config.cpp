@@ -184,10 +184,13 @@ void Config::validate() const {
   check_range(kFillers, fillers, 1, kMaxThreads);
   check_range(kEvictors, evictors, 1, kMaxThreads);
   const std::uint64_t max_pages = max_buffer_pages(page_size);
-  if (buffer_pages < 1 || buffer_pages > max_pages) {
+  // Two pages at least: one filler's read slot and one resident page (page_memory.hpp).
+  if (buffer_pages < 2 || buffer_pages > max_pages) {
     std::ostringstream allowed;
-    allowed << "from 1 to " << max_pages << " pages of " << page_size << " bytes (physical memory)";
-    refuse(kBuffer, buffer_pages, buffer_pages < 1 ? "smaller than one page" : "larger than physical memory",
+    allowed << "from 2 to " << max_pages << " pages of " << page_size << " bytes (physical memory)";
+    refuse(kBuffer, buffer_pages,
+           buffer_pages < 2 ? "smaller than two pages (a filler's read slot and a resident page)"
+                            : "larger than physical memory",
            allowed.str());
   }
   check_range(kHighWater, evict_high_water, 1, 100, " percent");

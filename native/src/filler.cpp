@@ -3,25 +3,12 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <cstdlib>
-#include <new>
 
 #include "filler_pool.hpp"
 
 namespace autopager {
 namespace {
-
-// Reads a filler keeps in flight: enough to cover a burst of faults and their read-ahead. Their
-// staging buffers are memory beyond the buffer's, so all fillers' together stay within a quarter of
-// the buffer (and 8 MiB a filler): a program run in a memory limit sized for its buffer still fits.
-unsigned ring_slots(const Config& config) {
-  constexpr std::size_t kMostStagingBytes = 8u << 20;
-  constexpr std::size_t kMostSlots = 64;
-  std::size_t staging = std::min(kMostStagingBytes, config.buffer_bytes() / 4 / config.fillers);
-  return static_cast<unsigned>(std::clamp<std::size_t>(staging / config.page_size, 1, kMostSlots));
-}
 
 std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
   return static_cast<std::uint64_t>(
@@ -30,23 +17,17 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-Filler::AlignedBuffer::AlignedBuffer(std::size_t size) {
-  if (posix_memalign(&data, system_page_size(), size) != 0) throw std::bad_alloc();
-}
-
-Filler::AlignedBuffer::~AlignedBuffer() { std::free(data); }
-
-Filler::Filler(FillerPool& pool, const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
-               StatsCounters& stats, int stop_event)
+Filler::Filler(FillerPool& pool, const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+               const RegionTable& regions, StatsCounters& stats, int stop_event)
     : pool_(pool),
       uffd_(uffd),
       paging_(paging),
       regions_(regions),
       stats_(stats),
       stop_event_(stop_event),
-      reads_(ring_slots(config), config.page_size, stop_event),
-      pending_(ring_slots(config)),
-      in_place_(config.page_size),
+      reads_(read_slots, stop_event),
+      slots_(reads_.available() ? read_slots : 1, config.page_size),
+      pending_(read_slots),
       messages_(config.max_fault_events) {}
 
 Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
@@ -95,8 +76,13 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
   pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
-  if (how == Start::kInPlace) fill_in_place(region, page, request);
-  else wake_unless_filling(*region, page);
+  if (how == Start::kInPlace) {
+    auto fill_start = std::chrono::steady_clock::now();
+    if (fill_in_place(region, page, request)) pool_.record_fill_time(nanoseconds_since(fill_start));
+    else wake_unless_filling(*region, page);
+  } else {
+    wake_unless_filling(*region, page);
+  }
   record_service(fault.read_at);
   return true;
 }
@@ -107,33 +93,40 @@ bool Filler::start_speculative(const PageRef& page, MayBlock may_block) {
   Start how = queue_fill(page.region, page.page, request, std::chrono::steady_clock::now());
   if (how != Start::kInPlace) return true;
   if (may_block == MayBlock::kNo) return false;
-  paging_.fill(page.region, page.page, request, in_place_buffer());
+  fill_in_place(page.region, page.page, request);
   return true;
 }
 
 Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
                                  std::chrono::steady_clock::time_point read_at) {
-  if (!reads_.has_free_slot()) return Start::kInPlace;
-  unsigned slot = reads_.acquire();
+  if (!has_free_slot()) return Start::kInPlace;
+  unsigned slot = slots_.acquire();
   Store::FileExtent extent{};
-  if (!region->store->locate(reads_.buffer(slot), region->page_size, region->page_offset(page), extent)) {
-    reads_.release(slot);
+  if (!region->store->locate(slots_.buffer(slot), region->page_size, region->page_offset(page), extent)) {
+    slots_.release(slot);
     return Start::kInPlace;
   }
   // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
   if (paging_.claim(*region, page, request, [&] { return reserve_slot(); }) != Paging::Claim::kClaimed) {
-    reads_.release(slot);
+    slots_.release(slot);
     return Start::kNotNeeded;
   }
   pending_[slot] = PendingRead{region, page, request, read_at, extent.length};
-  reads_.read(slot, extent.fd, extent.offset, extent.length);
+  reads_.read(slot, slots_.buffer(slot), extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
 
-void Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
-  auto fill_start = std::chrono::steady_clock::now();
-  if (paging_.fill(region, page, request, in_place_buffer())) pool_.record_fill_time(nanoseconds_since(fill_start));
-  else wake_unless_filling(*region, page);
+bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
+  const unsigned slot = take_slot();
+  const bool filled = paging_.fill(region, page, request, slots_.buffer(slot));
+  slots_.release(slot);
+  return filled;
+}
+
+unsigned Filler::take_slot() {
+  // Every slot taken is a read in flight (or queued, which collect submits): one completes.
+  while (!slots_.has_free()) collect(Wait::kYes, WatchFaults::kNo);
+  return slots_.acquire();
 }
 
 bool Filler::reserve_slot() {
@@ -152,7 +145,7 @@ bool Filler::collect(Wait wait, WatchFaults watch_faults) {
 
 void Filler::finish_read(const ReadQueue::Completion& completion) {
   PendingRead& read = pending_[completion.slot];
-  char* data = reads_.buffer(completion.slot);
+  char* data = slots_.buffer(completion.slot);
   Store& store = *read.region->store;
   const std::uint64_t offset = read.region->page_offset(read.page);
   ssize_t got = completion.result;
@@ -169,7 +162,7 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
   if (read.request.demand) record_service(read.read_at);
   else pool_.continue_read_ahead(read.region, read.page);
   read.region.reset();
-  reads_.release(completion.slot);
+  slots_.release(completion.slot);
 }
 
 // A fault on a page that another read is bringing in waits for that read's copy, which wakes it;

@@ -1,5 +1,5 @@
 // One filler: a thread's own ring of asynchronous reads (read_queue.hpp), the reads in flight there,
-// the buffer for reads done in place, and what it does with them: read fault events while it is the
+// the slots they and its reads in place land in (read_slots.hpp), and what it does with them: read fault events while it is the
 // fault reader, start a fault's or a speculative page's read, complete its reads. What the fillers
 // share (the queues, the reader role, the wake-ups) is the pool's (filler_pool.hpp), which runs each
 // filler's loop on the filler's thread.
@@ -15,6 +15,7 @@
 #include "autopager/config.hpp"
 #include "paging.hpp"
 #include "read_queue.hpp"
+#include "read_slots.hpp"
 #include "region_table.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
@@ -40,17 +41,19 @@ class Filler {
  public:
   enum class ReadResult { kFaults, kNothing, kStopped };
 
-  // Makes the ring and the buffers; throws std::bad_alloc when a buffer cannot be had. Call it on the
-  // filler's own thread: a ring takes submissions only from the thread that made it.
-  Filler(FillerPool& pool, const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
-         StatsCounters& stats, int stop_event);
+  // Makes the ring and `read_slots` slots (one without a ring: reads in place take one at a time);
+  // throws std::bad_alloc when they cannot be had. Call it on the filler's own thread: a ring takes
+  // submissions only from the thread that made it.
+  Filler(FillerPool& pool, const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+         const RegionTable& regions, StatsCounters& stats, int stop_event);
   Filler(const Filler&) = delete;
   Filler& operator=(const Filler&) = delete;
 
-  // Whether a fault or a speculative page can be started now: the ring has room, or reads go in place.
-  bool can_start() const { return !reads_.available() || reads_.has_free_slot(); }
+  // Whether a fault or a speculative page can be started now: a slot is free, for the ring or in place.
+  bool can_start() const { return slots_.has_free(); }
   bool has_ring() const { return reads_.available(); }
-  bool has_free_slot() const { return reads_.has_free_slot(); }
+  // Whether the ring has room for another read.
+  bool has_free_slot() const { return reads_.available() && slots_.has_free(); }
   bool has_reads_in_flight() const { return reads_.in_flight(); }
   unsigned reads_in_flight() const { return reads_.in_flight_count(); }
   // Hands the reads queued by start_fault and start_speculative to the kernel.
@@ -77,24 +80,18 @@ class Filler {
     std::size_t requested = 0;
   };
 
-  struct AlignedBuffer {
-    explicit AlignedBuffer(std::size_t size);
-    ~AlignedBuffer();
-    AlignedBuffer(const AlignedBuffer&) = delete;
-    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-    void* data = nullptr;
-  };
-
   Start queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
                    std::chrono::steady_clock::time_point read_at);
-  void fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
+  // Reads the page in place, into a slot; true when this call installed it.
+  bool fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
+  // A free slot, waiting for this filler's reads in flight to free one.
+  unsigned take_slot();
   // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
   // False when none can be had (Paging::reserve_slot).
   bool reserve_slot();
   void finish_read(const ReadQueue::Completion& completion);
   void wake_unless_filling(const Region& region, std::uint64_t page);
   void record_service(std::chrono::steady_clock::time_point read_at);
-  char* in_place_buffer() const { return static_cast<char*>(in_place_.data); }
 
   FillerPool& pool_;
   Userfaultfd& uffd_;
@@ -103,9 +100,9 @@ class Filler {
   StatsCounters& stats_;
   const int stop_event_;
   ReadQueue reads_;
+  ReadSlots slots_;
   std::vector<PendingRead> pending_;  // by slot
   ReadQueue::Events events_;
-  AlignedBuffer in_place_;  // for reads done in place
   std::vector<uffd_msg> messages_;
 };
 

@@ -21,9 +21,9 @@ constexpr unsigned kHandOnDepth = 4;
 
 }  // namespace
 
-FillerPool::FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
-                       StatsCounters& stats)
-    : config_(config), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
+FillerPool::FillerPool(const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+                       const RegionTable& regions, StatsCounters& stats)
+    : config_(config), read_slots_(read_slots), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
   try {
@@ -74,12 +74,12 @@ void FillerPool::serve() {
   std::unique_ptr<Filler> filler;
   std::vector<Fault> batch;
   try {
-    filler = std::make_unique<Filler>(*this, config_, uffd_, paging_, regions_, stats_, stop_event_);
+    filler = std::make_unique<Filler>(*this, config_, read_slots_, uffd_, paging_, regions_, stats_, stop_event_);
     batch.reserve(config_.max_fault_events);
   } catch (const std::bad_alloc&) {
     report_setup(std::make_exception_ptr(std::system_error(
         ENOMEM, std::generic_category(),
-        "allocating a filler's read buffers (pages of " + std::to_string(config_.page_size) + " bytes)")));
+        "allocating a filler's read slots (pages of " + std::to_string(config_.page_size) + " bytes)")));
     return;
   } catch (...) {
     report_setup(std::current_exception());

@@ -29,9 +29,10 @@ namespace autopager {
 
 class FillerPool {
  public:
-  // Starts the fillers once each has its buffers and ring; throws std::system_error (ENOMEM, EAGAIN)
-  // when a thread or a buffer cannot be had, with no thread left running.
-  FillerPool(const Config& config, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
+  // Starts config.fillers fillers, of `read_slots` slots each (page_memory.hpp), once each has its
+  // slots and ring; throws std::system_error (ENOMEM, EAGAIN) when a thread or a slot cannot be had,
+  // with no thread left running.
+  FillerPool(const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
              StatsCounters& stats);
   ~FillerPool();
   FillerPool(const FillerPool&) = delete;
@@ -51,13 +52,14 @@ class FillerPool {
   // A filler's loop, on its own thread.
   void serve();
   void stop();
-  // A filler's setup (its buffers and ring) ended: `error` is null when it succeeded.
+  // A filler's setup (its slots and ring) ended: `error` is null when it succeeded.
   void report_setup(std::exception_ptr error);
   // Runs `self` as the fault reader until the role must go to another filler; false, or true at shutdown.
   bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<Fault>& batch);
   bool fills_are_fast() const;
 
   const Config& config_;
+  const unsigned read_slots_;
   Userfaultfd& uffd_;
   Paging& paging_;
   const RegionTable& regions_;

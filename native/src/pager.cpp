@@ -23,6 +23,7 @@
 #include "evict.hpp"
 #include "filler_pool.hpp"
 #include "monitor.hpp"
+#include "page_memory.hpp"
 #include "paging.hpp"
 #include "region_table.hpp"
 #include "stats_counters.hpp"
@@ -43,15 +44,24 @@ std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / 
 class PagerImpl {
  public:
   explicit PagerImpl(const Config& config)
-      : config_(validated(config)),
-        buffer_(config_.buffer_pages, config_.evict_high_water, config_.evict_low_water, make_fifo_policy()),
+      : memory_(plan_page_memory(validated(config))),
+        config_(with_fillers(config, memory_.fillers)),
+        buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water, make_fifo_policy()),
         paging_(config_, uffd_, buffer_, stats_),
-        fillers_(config_, uffd_, paging_, regions_, stats_),
+        fillers_(config_, memory_.read_slots, uffd_, paging_, regions_, stats_),
         evictors_(config_.evictors, buffer_, paging_),
         monitor_(config_.monitor_interval,
                  [this] { std::fprintf(stderr, "autopager monitor: %s\n", stats().to_json().c_str()); }) {
     register_live(this);
-    log(LogLevel::kInfo, "pager started: " + config_.to_string());
+    if (config_.fillers != config.fillers)
+      log(LogLevel::kWarning, "fillers (UMAP_PAGE_FILLERS) = " + std::to_string(config.fillers) + " reduced to " +
+                                  std::to_string(config_.fillers) + ": a buffer of " +
+                                  std::to_string(config_.buffer_pages) +
+                                  " pages holds a read slot for each filler and as many resident pages as fillers");
+    log(LogLevel::kInfo, "pager started: " + config_.to_string() + "; the buffer holds " +
+                             std::to_string(memory_.resident_pages) + " resident pages and " +
+                             std::to_string(config_.fillers) + " fillers' " + std::to_string(memory_.read_slots) +
+                             " read slots each");
   }
 
   ~PagerImpl() {
@@ -246,8 +256,12 @@ class PagerImpl {
   }
 
  private:
-  static Config validated(const Config& config) {
+  static const Config& validated(const Config& config) {
     config.validate();
+    return config;
+  }
+  static Config with_fillers(Config config, unsigned fillers) {
+    config.fillers = fillers;
     return config;
   }
   static bool print_stats_requested() {
@@ -333,6 +347,7 @@ class PagerImpl {
     if (level <= config_.log_level) std::fprintf(stderr, "autopager [%s] %s\n", log_level_name(level), message.c_str());
   }
 
+  const PageMemory memory_;
   const Config config_;
   const unsigned generation_ = fork_generation.load(std::memory_order_acquire);
   Userfaultfd uffd_;

@@ -2,34 +2,14 @@
 
 #include <liburing.h>
 #include <poll.h>
-#include <sys/mman.h>
 
 #include <cerrno>
-#include <new>
 
 namespace autopager {
 namespace {
 
 constexpr std::uint64_t kWatchTag = ~0ull;
 constexpr std::uint64_t kStopTag = ~0ull - 1;
-
-// Anonymous memory: a slot costs nothing until a read first lands in it. Large slots get transparent huge
-// pages, aligned to them: a direct read of 1 MiB into 256 scattered 4 KiB pages needs more segments than
-// a virtio disk takes in one request, and the block layer then splits and requeues it (measured with
-// fault_bench: a sequential scan in 1 MiB pages went from 1.1 to 1.5 GB/s).
-char* map_staging(std::size_t bytes) {
-  constexpr std::size_t kHugePage = 2u << 20;
-  const std::size_t mapped = bytes >= kHugePage ? bytes + kHugePage : bytes;
-  void* area = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (area == MAP_FAILED) return nullptr;
-  char* start = static_cast<char*>(area);
-  if (mapped == bytes) return start;
-  char* aligned = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(start) + kHugePage - 1) & ~(kHugePage - 1));
-  if (aligned > start) munmap(start, aligned - start);
-  if (start + mapped > aligned + bytes) munmap(aligned + bytes, start + mapped - (aligned + bytes));
-  madvise(aligned, bytes, MADV_HUGEPAGE);
-  return aligned;
-}
 
 }  // namespace
 
@@ -47,19 +27,12 @@ struct ReadQueue::Ring {
   }
 };
 
-ReadQueue::ReadQueue(unsigned slots, std::size_t slot_size, int stop_fd) : slot_size_(slot_size) {
+ReadQueue::ReadQueue(unsigned depth, int stop_fd) {
   auto ring = std::make_unique<Ring>();
-  const unsigned entries = slots + 2;  // the reads, the watched descriptor, the stop event
+  const unsigned entries = depth + 2;  // the reads, the watched descriptor, the stop event
   if (io_uring_queue_init(entries, &ring->ring, IORING_SETUP_SINGLE_ISSUER) != 0 &&
       io_uring_queue_init(entries, &ring->ring, 0) != 0)
     return;
-  staging_bytes_ = static_cast<std::size_t>(slots) * slot_size;
-  staging_ = map_staging(staging_bytes_);
-  if (staging_ == nullptr) {
-    io_uring_queue_exit(&ring->ring);
-    throw std::bad_alloc();
-  }
-  for (unsigned slot = slots; slot-- > 0;) free_.push_back(slot);
   io_uring_sqe* sqe = ring->next_sqe();
   io_uring_prep_poll_add(sqe, stop_fd, POLLIN);
   io_uring_sqe_set_data64(sqe, kStopTag);
@@ -68,22 +41,12 @@ ReadQueue::ReadQueue(unsigned slots, std::size_t slot_size, int stop_fd) : slot_
 }
 
 ReadQueue::~ReadQueue() {
-  if (!ring_) return;
-  io_uring_queue_exit(&ring_->ring);
-  munmap(staging_, staging_bytes_);
+  if (ring_) io_uring_queue_exit(&ring_->ring);
 }
 
-unsigned ReadQueue::acquire() {
-  unsigned slot = free_.back();
-  free_.pop_back();
-  return slot;
-}
-
-void ReadQueue::release(unsigned slot) { free_.push_back(slot); }
-
-void ReadQueue::read(unsigned slot, int fd, std::uint64_t offset, std::size_t length) {
+void ReadQueue::read(unsigned slot, char* buffer, int fd, std::uint64_t offset, std::size_t length) {
   io_uring_sqe* sqe = ring_->next_sqe();
-  io_uring_prep_read(sqe, fd, buffer(slot), static_cast<unsigned>(length), offset);
+  io_uring_prep_read(sqe, fd, buffer, static_cast<unsigned>(length), offset);
   io_uring_sqe_set_data64(sqe, slot);
   ++in_flight_;
 }

@@ -1,5 +1,5 @@
-// A filler's reads in flight, on its own io_uring. The filler queues a read into a free slot (a
-// page-sized, page-aligned staging buffer), submits its reads together and sleeps once for whatever
+// A filler's reads in flight, on its own io_uring. The filler queues a read into one of its slots
+// (read_slots.hpp), submits its reads together and sleeps once for whatever
 // completes first. The same wait can watch the userfaultfd, so a filler with reads in flight still
 // reads new faults as they come. Where io_uring is unavailable (built without liburing,
 // kernel.io_uring_disabled, a seccomp filter) available() is false and the filler reads in place.
@@ -18,7 +18,7 @@ enum class Wait { kNo, kYes };
 class ReadQueue {
  public:
   struct Completion {
-    unsigned slot;
+    unsigned slot;  // as given to read()
     int result;  // bytes read, or -errno
   };
   struct Events {
@@ -26,24 +26,19 @@ class ReadQueue {
     bool stop = false;  // the stop event fired
   };
 
-  // `stop_fd`: an eventfd whose readability ends every wait.
-  ReadQueue(unsigned slots, std::size_t slot_size, int stop_fd);
+  // At most `depth` reads in flight; `stop_fd`: an eventfd whose readability ends every wait.
+  ReadQueue(unsigned depth, int stop_fd);
   ~ReadQueue();
   ReadQueue(const ReadQueue&) = delete;
   ReadQueue& operator=(const ReadQueue&) = delete;
 
   bool available() const { return ring_ != nullptr; }
-  bool has_free_slot() const { return ring_ != nullptr && !free_.empty(); }
   bool in_flight() const { return in_flight_ > 0; }
   unsigned in_flight_count() const { return in_flight_; }
-  std::size_t slot_size() const { return slot_size_; }
 
-  // Takes a free slot (has_free_slot() must hold) and returns it; its buffer is buffer(slot).
-  unsigned acquire();
-  void release(unsigned slot);
-  char* buffer(unsigned slot) const { return staging_ + static_cast<std::size_t>(slot) * slot_size_; }
-  // Queues a read of `length` bytes of `fd` at `offset` into the slot; the next collect() submits it.
-  void read(unsigned slot, int fd, std::uint64_t offset, std::size_t length);
+  // Queues a read of `length` bytes of `fd` at `offset` into `buffer`, slot `slot`'s; the next
+  // collect() submits it.
+  void read(unsigned slot, char* buffer, int fd, std::uint64_t offset, std::size_t length);
 
   // Hands the queued reads to the kernel now.
   void submit();
@@ -55,10 +50,6 @@ class ReadQueue {
   struct Ring;  // liburing's, when built with it
 
   std::unique_ptr<Ring> ring_;
-  std::size_t slot_size_;
-  char* staging_ = nullptr;
-  std::size_t staging_bytes_ = 0;
-  std::vector<unsigned> free_;
   unsigned in_flight_ = 0;
 };
 

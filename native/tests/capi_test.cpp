@@ -183,7 +183,8 @@ TEST(CApi, FetchAndPinKeepsPagesThroughEvictions) {
   const std::size_t size = 128 * page;
   ScratchFile file(size, 6);
   const std::string page_text = std::to_string(page);
-  int code = in_child({{"UMAP_PAGESIZE", page_text.c_str()}, {"UMAP_BUFSIZE", "16"}}, [&] {  // low water: 11 pages
+  // 21 pages: 5 read slots of the one filler and 16 resident pages, whose low water mark is 11.
+  int code = in_child({{"UMAP_PAGESIZE", page_text.c_str()}, {"UMAP_BUFSIZE", "21"}, {"UMAP_PAGE_FILLERS", "1"}}, [&] {
     int fd = open(file.path().c_str(), O_RDONLY);
     auto* p = static_cast<std::uint8_t*>(umap(nullptr, size, PROT_READ, UMAP_PRIVATE, fd, 0));
     if (p == UMAP_FAILED) return 2;

@@ -113,7 +113,7 @@ TEST(Config, BufferInSystemPagesWithoutAPageSizeKeepsItsBytes) {
   const std::uint64_t sys = system_page_size();
   // UMap counts UMAP_BUFSIZE in its default pages (the system page) when no page size is given.
   const std::uint64_t MiB = 1 << 20;
-  for (std::uint64_t pages : {std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{2048}, 64 * MiB / sys,
+  for (std::uint64_t pages : {std::uint64_t{2}, std::uint64_t{1000}, std::uint64_t{2048}, 64 * MiB / sys,
                               1024 * MiB / sys, 1024 * MiB / sys + 3}) {
     env.set("UMAP_BUFSIZE", std::to_string(pages).c_str());
     Config c = Config::from_environment();
@@ -232,12 +232,17 @@ TEST(Config, RefusesAPageSizeThatIsNotAMultipleOfTheSystemPage) {
   EXPECT_NE(refusal(c), "");
 }
 
-TEST(Config, RefusesABufferSmallerThanOnePage) {
+// One page cannot hold a filler's read slot and a resident page: the buffer_size counts both.
+TEST(Config, RefusesABufferSmallerThanTwoPages) {
   Config c = Config::defaults();
-  c.buffer_pages = 0;
-  std::string why = refusal(c);
-  EXPECT_NE(why.find("UMAP_BUFSIZE"), std::string::npos) << why;
-  EXPECT_NE(why.find("smaller than one page"), std::string::npos) << why;
+  for (std::uint64_t pages : {0, 1}) {
+    c.buffer_pages = pages;
+    std::string why = refusal(c);
+    EXPECT_NE(why.find("UMAP_BUFSIZE"), std::string::npos) << why;
+    EXPECT_NE(why.find("smaller than two pages"), std::string::npos) << why;
+  }
+  c.buffer_pages = 2;
+  EXPECT_EQ(refusal(c), "");
 }
 
 TEST(Config, APagerRefusesABadConfiguration) {

@@ -70,7 +70,7 @@ TEST_P(Writes, ReachTheFileAfterUnmapUnderEvictionPressure) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pressure, Writes,
-                         ::testing::Values(Case{1, 8, 90, 70}, Case{1, 1, 100, 0}, Case{4, 4, 50, 10},
+                         ::testing::Values(Case{1, 8, 90, 70}, Case{1, 2, 100, 0}, Case{4, 4, 50, 10},
                                            Case{1, 64, 100, 99}, Case{1, 16, 90, 70, 8}, Case{4, 8, 90, 70, 4}));
 
 TEST(Writes, ReachTheFileAfterFlushAndStayResident) {
