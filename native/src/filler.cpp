@@ -76,13 +76,7 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
   pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
-  if (how == Start::kInPlace) {
-    auto fill_start = std::chrono::steady_clock::now();
-    if (fill_in_place(region, page, request)) pool_.record_fill_time(nanoseconds_since(fill_start));
-    else wake_unless_filling(*region, page);
-  } else {
-    wake_unless_filling(*region, page);
-  }
+  if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) wake_unless_filling(*region, page);
   record_service(fault.read_at);
   return true;
 }
@@ -118,8 +112,10 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
 
 bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
   const unsigned slot = take_slot();
+  const auto fill_start = std::chrono::steady_clock::now();
   const bool filled = paging_.fill(region, page, request, slots_.buffer(slot));
   slots_.release(slot);
+  if (filled && request.demand) pool_.record_fill_time(nanoseconds_since(fill_start));
   return filled;
 }
 

@@ -82,7 +82,8 @@ class Filler {
 
   Start queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
                    std::chrono::steady_clock::time_point read_at);
-  // Reads the page in place, into a slot; true when this call installed it.
+  // Reads the page in place, into a slot (a fault's read counts in the pool's average fill time); true
+  // when this call installed it.
   bool fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A free slot, waiting for this filler's reads in flight to free one.
   unsigned take_slot();
