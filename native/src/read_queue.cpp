@@ -57,6 +57,9 @@ void ReadQueue::submit() {
 
 void ReadQueue::collect(Wait wait, int watch_fd, Events& events) {
   events.reads.clear();
+  // The stop event completes once: after it only reads in flight can end a wait. (A caller that waited
+  // for a free slot may have taken that completion and left events.stop for its next call.)
+  if (events.stop && in_flight_ == 0) wait = Wait::kNo;
   io_uring* ring = &ring_->ring;
   if (watch_fd >= 0 && !ring_->watching) {
     io_uring_sqe* sqe = ring_->next_sqe();

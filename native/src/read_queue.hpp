@@ -23,7 +23,7 @@ class ReadQueue {
   };
   struct Events {
     std::vector<Completion> reads;
-    bool stop = false;  // the stop event fired
+    bool stop = false;  // the stop event fired; stays set
   };
 
   // At most `depth` reads in flight; `stop_fd`: an eventfd whose readability ends every wait.
