@@ -35,6 +35,16 @@ def test_parameters_in_bytes_and_notation():
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
 
+def test_a_buffer_too_small_for_every_fillers_slot_starts_fewer_fillers(path, capfd):
+    # Each filler's read slot comes out of the buffer, beside as many resident pages as fillers: 4 pages, 2 fillers.
+    with autopager.Pager(page_size="64KiB", buffer_size="256KiB", fillers=4) as pager:
+        assert pager.config["fillers"] == 2 and pager.config["buffer_size"] == 256 << 10
+        array = pager.memmap(path, dtype=np.float32, mode="r")
+        assert np.array_equal(array[::4097], np.arange(1 << 20, dtype=np.float32)[::4097])
+        del array
+    assert "fillers (UMAP_PAGE_FILLERS) = 4 reduced to 2" in capfd.readouterr().err
+
+
 def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path, monkeypatch, capfd):
     # O_DIRECT where the file system has it (else the page cache, and the same bytes); the INFO line says which
     try:
