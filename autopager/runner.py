@@ -23,9 +23,9 @@ answer makes a failed run, described in ``error``; it never raises.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-import contextlib
 import os
 import shutil
 import signal
