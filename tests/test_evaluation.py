@@ -217,6 +217,11 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
         assert large.loc[method, "confirmed_speedup"] == pytest.approx(confirmed["speedup"])
         assert large.loc[method, "confirmed_low"] <= confirmed["speedup"] <= large.loc[method, "confirmed_high"]
         assert len(confirmed["values"]) == 3
+    # the transfer measures what the small study would save: its confirmed winner, not its luckiest run
+    winner = load_study(out / "studies" / SMALL / "sort" / "ax").confirmed()["params"]
+    transfer = load_study(out / "studies" / LARGE / "sort" / TRANSFER)
+    assert {k: transfer.trials[k].iloc[0] for k in winner if k != "buffer_size"} == \
+        {k: v for k, v in winner.items() if k != "buffer_size"}
     assert large.loc[f"mmap-ra{KERNEL_READ_AHEAD_KIB}", "read_ahead_kib"] == KERNEL_READ_AHEAD_KIB
     disk = read_ahead_file(data)
     assert disk is None or large.loc["mmap", "read_ahead_kib"] == int(disk.read_text())

@@ -78,7 +78,9 @@ def study_overrides(spec: StudySpec, plan: Plan, places: Places) -> list[str]:
         "study.save_profile=false", f"runner.repeats={spec.repeats}", *runner_overrides(plan), *spec.overrides]
     if spec.fixed_from:
         source = load_study(places.study(spec.fixed_from[0], spec.workload, spec.fixed_from[1]))
-        params = source and source.best_params()
+        # a confirmed study's parameters are its confirmed winner (what the tuner saves), not its luckiest run
+        confirmed = source.confirmed() if source else None
+        params = confirmed["params"] if confirmed else source and source.best_params()
         if not params:
             raise StudyError(f"no best parameters yet in {'/'.join(spec.fixed_from)} to measure")
         overrides += fixed_overrides(params) + [f"runner.first_timeout={fixed_timeout(spec, places)}"]
