@@ -25,6 +25,7 @@ confirmed, without figures, and resumed by the next run.
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
     sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
     python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
+    sudo python3 experiments/evaluate.py --real --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
     sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
     python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
     sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
@@ -41,6 +42,7 @@ import argparse
 import csv
 import dataclasses
 import datetime
+import fnmatch
 import os
 import sys
 import time
@@ -125,6 +127,16 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
         log_step(places.out / plan.log, step.label, status, error, time.perf_counter() - start, load)
 
 
+def selected_steps(plan: Plan, patterns: list[str]) -> list[StudySpec | KernelSpec | LlnlSpec]:
+    """The plan's steps whose labels match one of ``patterns``; a pattern that matches none is an error, so a
+    misspelt label does not run nothing in silence."""
+    unmatched = [pattern for pattern in patterns if not any(fnmatch.fnmatchcase(step.label, pattern)
+                                                           for step in plan.steps)]
+    if unmatched:
+        sys.exit(f"evaluate: --steps {', '.join(unmatched)} match no step of the plan; --dry-run lists them")
+    return [step for step in plan.steps if any(fnmatch.fnmatchcase(step.label, pattern) for pattern in patterns)]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes and budgets: the whole pipeline in minutes")
@@ -136,6 +148,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "the 1-minute load average to fall to LOAD (e.g. 0.5 on a quiet machine); the load at each "
                         "step's start is in steps.csv either way")
     parser.add_argument("--dry-run", action="store_true", help="list the steps and the time estimate, and exit")
+    parser.add_argument("--steps", help="comma-separated step labels or shell patterns (e.g. 'large/sort/llnl,"
+                        "*/bfs/ax'): run only the plan's steps that match, in the plan's order; the report still "
+                        "covers every recorded step")
     parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
                         "with --quick outputs/evaluation-quick; --real: experiments/results/evaluation-real)")
     parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
@@ -175,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         small = args.ax_trials or budget.ax_trials
         budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
         plan = (make_real_plan if args.real else make_plan)(mode, workloads, budget)
+    if args.steps:
+        plan.steps = selected_steps(plan, args.steps.split(","))
     if args.dry_run:
         describe_plan(plan, listed=True)
         return 0
