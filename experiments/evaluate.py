@@ -130,11 +130,13 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
 def selected_steps(plan: Plan, patterns: list[str]) -> list[StudySpec | KernelSpec | LlnlSpec]:
     """The plan's steps whose labels match one of ``patterns``; a pattern that matches none is an error, so a
     misspelt label does not run nothing in silence."""
-    unmatched = [pattern for pattern in patterns if not any(fnmatch.fnmatchcase(step.label, pattern)
-                                                           for step in plan.steps)]
+    matches = {pattern: [step for step in plan.steps if fnmatch.fnmatchcase(step.label, pattern)]
+               for pattern in patterns}
+    unmatched = [pattern for pattern, steps in matches.items() if not steps]
     if unmatched:
         sys.exit(f"evaluate: --steps {', '.join(unmatched)} match no step of the plan; --dry-run lists them")
-    return [step for step in plan.steps if any(fnmatch.fnmatchcase(step.label, pattern) for pattern in patterns)]
+    chosen = {id(step) for steps in matches.values() for step in steps}
+    return [step for step in plan.steps if id(step) in chosen]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -198,7 +198,6 @@ def test_dry_run_lists_the_real_steps_and_an_estimate():
     assert f"{len(make_real_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout
 
 
-
 def test_steps_selects_the_matching_steps_and_refuses_a_pattern_that_matches_none():
     def dry_run(*steps: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run",
@@ -210,6 +209,7 @@ def test_steps_selects_the_matching_steps_and_refuses_a_pattern_that_matches_non
     assert listed == [f"{LARGE}/bfs/ax", f"{MEMORY}/bfs/ax", f"{SMALL}/bfs/ax", f"{LARGE}/sort/llnl"]
     refused = dry_run(f"{LARGE}/sort/llnl", "large/sort/lnl")
     assert refused.returncode != 0 and "large/sort/lnl" in refused.stderr and "llnl" not in refused.stdout
+
 
 @needs_root_and_workloads
 def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
