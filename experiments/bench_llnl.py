@@ -92,7 +92,7 @@ def llnl_graph(args: argparse.Namespace) -> tuple[Path, int, int]:
     data_dir = Path(args.data_dir)
     offsets_path, neighbours_path = (data_dir / f"bfs-s{args.scale}.off", data_dir / f"bfs-s{args.scale}.adj")
     if not offsets_path.exists():
-        subprocess.run([str(locate_bin() / "bfs"), "--generate", "--scale", str(args.scale),
+        subprocess.run([str(locate_bin("bfs") / "bfs"), "--generate", "--scale", str(args.scale),
                         "--data-dir", str(data_dir)], check=True)
     offsets = np.memmap(offsets_path, dtype=np.uint64, mode="r")
     vertices, edges = len(offsets) - 1, int(offsets[-1])

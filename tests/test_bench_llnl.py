@@ -1,0 +1,35 @@
+"""experiments/bench_llnl.py's graph: our bfs workload's R-MAT graph, generated on first use and written in
+LLNL's CSR layout (n+1 64-bit offsets, then the 64-bit neighbours) for LLNL's own bfs program."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "experiments"))
+
+import bench_llnl  # noqa: E402
+
+BUILT = (REPO / "build" / "workloads" / "bfs").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
+
+
+@pytest.mark.skipif(not BUILT, reason="needs the built bfs workload (build/workloads or AUTOPAGER_BIN)")
+def test_llnl_graph_generates_our_graph_once_and_writes_it_in_llnl_csr_layout(tmp_path):
+    args = bench_llnl.parse_args(["--data-dir", str(tmp_path), "--scale", "10"])
+    graph, vertices, edges = bench_llnl.llnl_graph(args)
+    offsets = np.fromfile(tmp_path / "bfs-s10.off", dtype=np.uint64)
+    neighbours = np.fromfile(tmp_path / "bfs-s10.adj", dtype=np.uint32)
+    assert (vertices, edges) == (len(offsets) - 1, int(offsets[-1]))
+    assert edges > 0
+    csr = np.fromfile(graph, dtype=np.uint64)
+    assert len(csr) == vertices + 1 + edges
+    assert np.array_equal(csr[:vertices + 1], offsets)
+    assert np.array_equal(csr[vertices + 1:], neighbours[:edges].astype(np.uint64))
+
+    written = graph.stat().st_mtime_ns
+    assert bench_llnl.llnl_graph(args) == (graph, vertices, edges)
+    assert graph.stat().st_mtime_ns == written
