@@ -1,5 +1,6 @@
-"""experiments/llnl_build.py: LLNL UMap and its umapsort and bfs built from source into a prefix, a prefix already
-built used as it is, and programs with UMap linked into them (no library could stand in for LLNL's) found."""
+"""experiments/llnl_build.py: LLNL UMap and its umapsort and bfs built from source into a prefix, its one
+compatibility change (register_region's ioctl check) applied or the build stopped, a prefix already built with the
+change used as it is, and programs with UMap linked into them (no library could stand in for LLNL's) found."""
 from __future__ import annotations
 
 import argparse
@@ -41,17 +42,68 @@ def fake_prefix(prefix: Path, umap_linked_into_umapsort: bool) -> None:
         compile_c(program, prefix / "bin" / "umapsort", f"-L{prefix / 'lib'}", "-lumap")
 
 
+# register_region as in LLNL UMap v2.1.0's src/umap/Uffd.cpp, its end
+REGISTER_REGION_END = """\
+  if (ioctl(m_uffd_fd, UFFDIO_REGISTER, &uffdio_register) == -1) {
+    UMAP_ERROR("ioctl(UFFDIO_REGISTER) failed: " << strerror(errno));
+  }
+
+  if ((uffdio_register.ioctls & UFFD_API_RANGE_IOCTLS) != UFFD_API_RANGE_IOCTLS)
+    UMAP_ERROR("unexpected userfaultfd ioctl set: " << uffdio_register.ioctls);
+}
+"""
+
+
+def test_the_ioctl_check_requires_the_ioctls_llnl_issues_and_not_continue():
+    relaxed = llnl_build.relax_ioctl_check(REGISTER_REGION_END)
+    assert "UFFD_API_RANGE_IOCTLS" not in relaxed and "_UFFDIO_CONTINUE" not in relaxed
+    assert "(__u64)1 << _UFFDIO_COPY | (__u64)1 << _UFFDIO_WRITEPROTECT;" in relaxed
+    before, after = REGISTER_REGION_END.split(llnl_build.UFFD_CHECK)
+    assert relaxed.startswith(before) and relaxed.endswith(after)  # the rest unchanged
+    assert relaxed.count("if ((uffdio_register.ioctls & umap_range_ioctls) != umap_range_ioctls)\n") == 1
+
+
+def test_another_llnl_version_without_the_check_stops_the_change():
+    with pytest.raises(SystemExit, match="has 0 times, not once"):
+        llnl_build.relax_ioctl_check(REGISTER_REGION_END.replace("UFFD_API_RANGE_IOCTLS)", "UFFD_API_IOCTLS)"))
+    with pytest.raises(SystemExit, match="has 2 times"):
+        llnl_build.relax_ioctl_check(REGISTER_REGION_END + REGISTER_REGION_END)
+
+
+def test_the_change_is_made_in_a_copy_of_the_source_tree(tmp_path):
+    source = tmp_path / "umap"
+    (source / "src" / "umap").mkdir(parents=True)
+    (source / ".git").mkdir()
+    (source / llnl_build.UFFD_SOURCE).write_text(REGISTER_REGION_END)
+    (source / "CMakeLists.txt").write_text("project(umap)\n")
+    copy = tmp_path / "build" / "umap-source"
+    change = llnl_build.patched_source(source, copy)
+    assert (source / llnl_build.UFFD_SOURCE).read_text() == REGISTER_REGION_END
+    assert (copy / llnl_build.UFFD_SOURCE).read_text() == llnl_build.relax_ioctl_check(REGISTER_REGION_END)
+    assert (copy / "CMakeLists.txt").is_file() and not (copy / ".git").exists()
+    assert "-  if ((uffdio_register.ioctls & UFFD_API_RANGE_IOCTLS)" in change and "+#ifndef UMAP_RO_MODE" in change
+
+
 def test_a_prefix_already_built_is_used_without_the_sources(tmp_path, capsys):
     prefix = tmp_path / "llnl-umap"
     fake_prefix(prefix, umap_linked_into_umapsort=False)
+    (prefix / llnl_build.PATCH_RECORD).write_text("the change\n")
     assert llnl_build.build_llnl(tmp_path / "no-umap", tmp_path / "no-umap-apps", prefix) == prefix
     assert "already built" in capsys.readouterr().out
     assert not (tmp_path / "llnl-umap.build").exists()
 
 
+def test_a_prefix_built_without_the_change_is_built_again(tmp_path):
+    prefix = tmp_path / "llnl-umap"
+    fake_prefix(prefix, umap_linked_into_umapsort=False)
+    with pytest.raises(SystemExit, match="not a checkout of LLNL/umap"):
+        llnl_build.build_llnl(tmp_path / "no-umap", tmp_path / "no-umap-apps", prefix)
+
+
 def test_a_program_with_umap_linked_into_it_is_found_and_the_prefix_built_again(tmp_path):
     prefix = tmp_path / "llnl-umap"
     fake_prefix(prefix, umap_linked_into_umapsort=True)
+    (prefix / llnl_build.PATCH_RECORD).write_text("the change\n")
     assert llnl_build.without_shared_umap(prefix) == [prefix / "bin" / "umapsort"]
     with pytest.raises(SystemExit, match="not a checkout of LLNL/umap"):
         llnl_build.build_llnl(tmp_path / "no-umap", tmp_path / "no-umap-apps", prefix)
@@ -79,6 +131,14 @@ def test_llnl_umap_and_its_programs_built_from_source_load_the_built_library(tmp
     usage = subprocess.run([str(prefix / "bin" / "bfs"), "-h"], capture_output=True, text=True,
                            env={**os.environ, "LD_LIBRARY_PATH": str(prefix / "lib")})
     assert usage.returncode == 0 and "BFS options" in usage.stdout + usage.stderr
+    # umap() registers its region (with the check as LLNL has it, it fails on kernels since 5.13); 64 pages of
+    # 64 KiB in a buffer of 16, sorted and validated by umapsort (exit 1 on a wrong order)
+    sort = subprocess.run([str(prefix / "bin" / "umapsort"), "-f", str(tmp_path / "sort.data"), "-p", "64", "-t", "2",
+                           "-N", "1"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "LD_LIBRARY_PATH": str(prefix / "lib"), "UMAP_PAGESIZE": "65536",
+                               "UMAP_BUFSIZE": "16"})
+    assert sort.returncode == 0 and "Validate took" in sort.stderr, sort.stdout + sort.stderr
+    assert "UFFD_API_RANGE_IOCTLS" in (prefix / llnl_build.PATCH_RECORD).read_text()
     capsys.readouterr()
     assert llnl_build.build_llnl(umap_source, apps_source, prefix) == prefix
     assert "already built" in capsys.readouterr().out
