@@ -2,15 +2,19 @@
 """LLNL UMap's own programs, umapsort and bfs, on LLNL's library, on ours and on the kernel's mmap.
 
 The programs are LLNL's, unchanged and built once against LLNL UMap; the same binaries run with our
-libumap.so first on the library path (the UMap C API is the same). Give the directory LLNL UMap was
-installed into (``--llnl PREFIX``: ``PREFIX/bin/umapsort``, ``PREFIX/bin/bfs``, ``PREFIX/lib/libumap.so``),
-built by its own instructions; without it there is nothing to run and the benchmark says so.
+libumap.so first on the library path (the UMap C API is the same). Give LLNL UMap's sources
+(``--llnl-source UMAP_DIR --llnl-apps-source APPS_DIR``: checkouts of github.com/LLNL/umap at v2.1.0 and of
+github.com/LLNL/umap-apps), built once into ``DATA_DIR/llnl-umap`` (experiments/llnl_build.py), or a directory
+LLNL UMap was installed into (``--llnl PREFIX``: ``PREFIX/bin/umapsort``, ``PREFIX/bin/bfs``,
+``PREFIX/lib/libumap.so``, both programs loading libumap.so); without either there is nothing to run and the
+benchmark says so.
 
 Each round runs every variant once, in a fresh order, with the page cache dropped before each run; the
 kernel's mmap runs in a memory cgroup of the pager's buffer plus ``--mmap-headroom``. Medians over the
 rounds; ratios are taken within a round. The load average is recorded before every run.
 
-    sudo python3 experiments/bench_llnl.py --llnl /opt/llnl-umap [--rounds 3] [--programs sort,bfs]
+    sudo python3 experiments/bench_llnl.py --llnl-source umap --llnl-apps-source umap-apps [--rounds 3]
+    sudo python3 experiments/bench_llnl.py --llnl /opt/llnl-umap ...
 
 The bfs graph is the R-MAT graph of our own bfs workload (``--scale``), written once in LLNL's CSR layout
 (n+1 64-bit offsets, then the 64-bit neighbours) under ``--data-dir``. Results: ``<out>/runs.jsonl`` (every
@@ -43,6 +47,7 @@ from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
 from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
 from autopager.workloads import locate_bin  # noqa: E402
+from llnl_build import add_source_arguments, llnl_prefix, without_shared_umap  # noqa: E402
 
 KERNEL = "mmap"
 UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given
@@ -193,6 +198,7 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llnl", help="LLNL UMap's install prefix (bin/umapsort, bin/bfs, lib/libumap.so)")
+    add_source_arguments(parser)
     parser.add_argument("--ours", default=str(REPO / "build" / "native"), help="the directory of our libumap.so")
     parser.add_argument("--programs", default="sort,bfs,bfs-memory")
     parser.add_argument("--page-sizes", default="1MiB,4MiB", help="page sizes run by both pagers")
@@ -219,15 +225,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.llnl:
-        print("bench_llnl: LLNL UMap is not given (--llnl PREFIX): its umapsort and bfs programs are what this "
-              "benchmark runs, so there is nothing to measure", file=sys.stderr)
+    llnl = llnl_prefix(args, Path(args.data_dir))
+    if llnl is None:
+        print("bench_llnl: LLNL UMap is not given (--llnl PREFIX, or --llnl-source and --llnl-apps-source): its "
+              "umapsort and bfs programs are what this benchmark runs, so there is nothing to measure", file=sys.stderr)
         return 0
-    llnl = Path(args.llnl)
     libraries = {"llnl": llnl / "lib", "ours": Path(args.ours)}
     for library, path in libraries.items():
         if not (path / "libumap.so").exists():
             sys.exit(f"bench_llnl: no libumap.so in {path} ({library})")
+    static = without_shared_umap(llnl)
+    if static:
+        sys.exit(f"bench_llnl: UMap is linked into {', '.join(map(str, static))}, not loaded as libumap.so, so our "
+                 "library cannot stand in for LLNL's there: build them with --llnl-source and --llnl-apps-source")
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)
     programs = {"sort": lambda: sort_program(args, llnl / "bin"),
                 "bfs": lambda: bfs_program(args, llnl / "bin", args.buffer),

@@ -13,9 +13,10 @@ numpy_gather at real sizes (GiB of data, a 1 GiB buffer; bfs scale 24 also in me
 on the tuner's own protocol (capping, noise runs, confirmation in 3 interleaved rounds): our defaults, UMap's
 defaults (4 KiB pages), page size only, the restricted grid, Ax (30 trials, capped), coordinate descent, random
 search, the transfer from a small size, the kernel's mmap at the disk's read-ahead and at 128 KiB, LLNL UMap for
-sort and bfs (``--llnl PREFIX``), and Ax uncapped for the tuning time without capping (last). Figures:
-real_figures.csv, summary.md, convergence.png (experiments/evaluation/real_report.py). Before running, the
-steps and a rough time estimate are printed; ``--dry-run`` prints them and exits.
+sort and bfs (``--llnl PREFIX``, or built from ``--llnl-source`` and ``--llnl-apps-source``), and Ax uncapped
+for the tuning time without capping (last). Figures: real_figures.csv, summary.md, convergence.png
+(experiments/evaluation/real_report.py). Before running, the steps and a rough time estimate are printed;
+``--dry-run`` prints them and exits.
 
 Every study is recorded and resumable: run the same command again to continue. A search study cut short (a
 timeout, Ctrl-C, a session that ended) is logged in steps.csv as ``interrupted``, shown in the report as not
@@ -24,6 +25,7 @@ confirmed, without figures, and resumed by the next run.
     sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
     sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
     sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
+    sudo python3 experiments/evaluate.py --real --llnl-source umap --llnl-apps-source umap-apps   # LLNL UMap built
     python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
     sudo python3 experiments/evaluate.py --real --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
     sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
@@ -63,6 +65,7 @@ from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOAD
 from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
+from llnl_build import add_source_arguments, llnl_prefix  # noqa: E402
 
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
@@ -109,7 +112,7 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
                 status, error = ("ok", "") if result["value"] is not None else ("failed", result["error"] or "")
             elif isinstance(step, LlnlSpec):
                 result = measure_llnl(step, plan, places, llnl, mmap_timeout)
-                status, error = (("skipped", "LLNL UMap not given (--llnl)") if result is None else
+                status, error = (("skipped", "LLNL UMap not given (--llnl or --llnl-source)") if result is None else
                                  ("ok", "") if result["value"] is not None else ("failed", result["error"]))
             else:
                 run_study(step, plan, places, prepared)
@@ -145,7 +148,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--real", action="store_true", help="the evaluation at real sizes on the tuner's protocol "
                         "(with --quick: its steps at tiny sizes)")
     parser.add_argument("--llnl", type=Path, help="with --real: LLNL UMap's install prefix (bin/umapsort, bin/bfs, "
-                        "lib/libumap.so); without it its steps are skipped")
+                        "lib/libumap.so); without it or --llnl-source its steps are skipped")
+    add_source_arguments(parser)
     parser.add_argument("--wait-load", type=float, metavar="LOAD", help="before each step, wait (10 min at most) for "
                         "the 1-minute load average to fall to LOAD (e.g. 0.5 on a quiet machine); the load at each "
                         "step's start is in steps.csv either way")
@@ -214,7 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         load_optimizer()
         log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
         mmap_timeout = args.mmap_timeout or (1800 if args.real and not args.quick else 120)
-        run_plan(plan, places, mmap_timeout, args.llnl.resolve() if args.llnl else None, args.wait_load)
+        llnl = llnl_prefix(args, places.data_dir) if any(isinstance(step, LlnlSpec) for step in plan.steps) else None
+        run_plan(plan, places, mmap_timeout, llnl, args.wait_load)
     write = write_comparison if args.comparison else write_real_report if args.real else write_report
     summary = write(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")

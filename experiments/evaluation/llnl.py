@@ -1,7 +1,8 @@
 """LLNL UMap at the evaluation's sizes: its own programs (umapsort, bfs) with the pager's buffer, through
 experiments/bench_llnl.py's programs and runs, at each of LLNL_PAGE_SIZES in interleaved rounds; its figure is
 the best page size's median of the program's own timing line (the sort's, the search's: what our workloads
-time). Kept as ``<out>/llnl/<scale>/<workload>.json``; skipped, with a message, without ``--llnl PREFIX``.
+time). Kept as ``<out>/llnl/<scale>/<workload>.json``; skipped, with a message, without ``--llnl PREFIX`` or
+``--llnl-source`` and ``--llnl-apps-source``.
 """
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def measure_llnl(spec: LlnlSpec, plan: Plan, places: Places, prefix: Path | None
     if saved is not None:
         return saved
     if prefix is None:
-        print(f"evaluation: {spec.label} skipped: LLNL UMap is not given (--llnl PREFIX, its install directory)",
-              flush=True)
+        print(f"evaluation: {spec.label} skipped: LLNL UMap is not given (--llnl PREFIX, its install directory, or "
+              "--llnl-source and --llnl-apps-source, its sources)", flush=True)
         return None
     size = plan.size(spec.workload, spec.scale)
     args = bench_llnl.parse_args([
