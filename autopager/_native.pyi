@@ -16,6 +16,7 @@ class Config:
     evict_low_water: int
     read_ahead: int
     max_fault_events: int
+    direct_io: bool
     def __init__(self) -> None: ...
     @staticmethod
     def defaults() -> Config: ...

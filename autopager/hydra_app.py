@@ -42,8 +42,13 @@ _help: dict[str, str] = {}        # command -> its help template (the ``hydra.he
 _statuses: list[int] = []         # the exit status of each job this process ran
 
 
+def cores(factor: float = 1) -> int:
+    """The hardware threads times ``factor``, at least one: ``${cores:}``, ``${cores:2}``, ``${cores:0.5}``."""
+    return max(1, int((os.cpu_count() or 1) * factor))
+
+
 def register_resolvers() -> None:
-    OmegaConf.register_new_resolver("cores", lambda: os.cpu_count() or 1, replace=True)
+    OmegaConf.register_new_resolver("cores", cores, replace=True)
     OmegaConf.register_new_resolver("system_page", system_page_size, replace=True)
     OmegaConf.register_new_resolver("shift", lambda value, bits: int(value) << int(bits), replace=True)
     OmegaConf.register_new_resolver("autopager_help", lambda command: _help.get(command, ""), replace=True)

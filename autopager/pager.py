@@ -56,10 +56,11 @@ class Pager:
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water (percent), read_ahead (pages),
-    max_fault_events, direct_io (1: the files of memmap arrays are read and written with O_DIRECT, not
-    through the kernel's page cache). profile= takes them from a profile name, a profile file or a mapping; keyword
-    arguments override it. A named profile or profile file gives the parameters its study searched: never the
-    buffer size it was found with, unless the study searched that too. Several pagers with different parameters can live in one process.
+    max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
+    where the file system allows, not through the kernel's page cache; 0: through it). profile= takes them
+    from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
+    profile file gives the parameters its study searched: never the buffer size it was found with, unless the
+    study searched that too. Several pagers with different parameters can live in one process.
 
     close() (or leaving the with block) writes back every dirty page and releases the pager; arrays
     still alive then keep their region mapped (and working) until they are deleted, and whatever they

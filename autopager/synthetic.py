@@ -18,9 +18,10 @@ import time
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}
 MMAP_SLOWDOWN = 2.0
-DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": os.cpu_count() or 1,
-            "UMAP_PAGE_EVICTORS": os.cpu_count() or 1, "UMAP_EVICT_HIGH_WATER_THRESHOLD": 90,
-            "UMAP_EVICT_LOW_WATER_THRESHOLD": 70, "UMAP_READ_AHEAD": 0}
+CORES = os.cpu_count() or 1
+DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": 2 * CORES,
+            "UMAP_PAGE_EVICTORS": max(1, CORES // 2), "UMAP_EVICT_HIGH_WATER_THRESHOLD": 90,
+            "UMAP_EVICT_LOW_WATER_THRESHOLD": 70, "UMAP_READ_AHEAD": 2}
 
 
 def setting(name: str) -> int:

@@ -35,6 +35,17 @@ def test_cfg_shows_the_composed_configuration_without_running(tuner_home):
     assert not os.path.exists("outputs")
 
 
+def test_the_baseline_is_the_pagers_defaults(tuner_home):
+    from autopager import _native
+    code, out, err = autopager("tune", *QUICK, "--cfg", "job", "--resolve")
+    assert code == 0, err
+    baseline, native = yaml.safe_load(out)["baseline"], _native.Config.defaults()
+    assert baseline["page_size"] is None  # the pager's choice for the buffer
+    for name in ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events",
+                 "direct_io"):
+        assert baseline[name] == getattr(native, name), name
+
+
 def test_info_and_help(tuner_home):
     code, out, err = autopager("tune", *QUICK, "--info", "defaults")
     assert code == 0, err

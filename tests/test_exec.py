@@ -28,9 +28,11 @@ from autopager.workloads import Workload
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
-# Small pages and a buffer of 1 MiB: every data file below is several times larger.
+# Small pages and a buffer of 1 MiB: every data file below is several times larger. Through the page cache
+# (O_DIRECT is the pager's default) unless a test asks for O_DIRECT (exec_settings).
 PAGE = 64 << 10
-SETTINGS = ["page_size=64KiB", "buffer_size=1MiB", "fillers=2", "evictors=1", "min_size=1MiB", "print_stats=1"]
+SETTINGS = ["page_size=64KiB", "buffer_size=1MiB", "fillers=2", "evictors=1", "direct_io=0", "min_size=1MiB",
+            "print_stats=1"]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -106,7 +108,7 @@ def exec_settings(directory: Path, direct_io: bool) -> list[str]:
         pytest.skip(f"the file system of {directory} has no O_DIRECT ({error})")
     finally:
         probe.unlink()
-    return SETTINGS + ["direct_io=1"]
+    return [s for s in SETTINGS if s != "direct_io=0"] + ["direct_io=1"]
 
 
 def cached_bytes(path: Path) -> int:

@@ -30,6 +30,9 @@ REAL_WORKLOADS = ("sort", "bfs", "lmdb_readseq", "lmdb_readrandom", "lmdb_readre
                   "numpy_gather")
 REAL, REAL_QUICK = "real", "real-quick"  # the real plan at real sizes, and at the quick sizes for the tests
 UMAP_DEFAULTS, UNCAPPED = "umap-default", "ax-uncapped"
+# UMap's own defaults: system pages, a filler and an evictor a hardware thread, no read-ahead, the page cache.
+UMAP_DEFAULT_BASELINE = ("baseline.page_size=${system_page:}", "baseline.fillers=${cores:}",
+                         "baseline.evictors=${cores:}", "baseline.read_ahead=0", "baseline.direct_io=0")
 REAL_METHODS = ("pagesize", "grid", "ax", "coordinate", "random")  # the searches of the real plan
 KERNEL_READ_AHEAD_KIB = 128  # the kernel's default read-ahead of a disk, measured beside the disk's own
 LLNL_PAGE_SIZES = ("1MiB", "4MiB")  # LLNL UMap runs at the better of these
@@ -257,7 +260,7 @@ def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS
         for scale in tuned[w]:
             search = searches(w, scale, budget)
             plan.steps += [StudySpec(w, scale, "default", "default", repeats=repeats),
-                           StudySpec(w, scale, UMAP_DEFAULTS, "default", overrides=("baseline.page_size=${system_page:}",),
+                           StudySpec(w, scale, UMAP_DEFAULTS, "default", overrides=UMAP_DEFAULT_BASELINE,
                                      repeats=repeats),
                            KernelSpec(w, scale, repeats), KernelSpec(w, scale, repeats, KERNEL_READ_AHEAD_KIB),
                            search["pagesize"], search["ax"]]

@@ -30,7 +30,7 @@ struct Options {
   unsigned fillers = 0;
   unsigned evictors = 0;
   std::uint64_t buffer_mib = 0;
-  unsigned read_ahead = 0;
+  unsigned read_ahead = 0;     // the exception: 0 reads nothing ahead (the pager's default reads 2)
   unsigned max_fault_events = 0;
   unsigned high_water = 0;
   unsigned low_water = 0;

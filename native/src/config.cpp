@@ -28,6 +28,9 @@ constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 struct Parameter {
   const char* name;
   const char* env;
+  // A variable set to 0 turns the parameter off instead of leaving it as it was (UMap's rule for the
+  // others): it is on by default, and 0 is how UMap's behaviour (no read-ahead, the page cache) is had.
+  bool zero_turns_off = false;
 };
 constexpr Parameter kPageSize{"page_size", "UMAP_PAGESIZE"};
 constexpr Parameter kFillers{"fillers", "UMAP_PAGE_FILLERS"};
@@ -35,9 +38,9 @@ constexpr Parameter kEvictors{"evictors", "UMAP_PAGE_EVICTORS"};
 constexpr Parameter kBuffer{"buffer_size", "UMAP_BUFSIZE"};
 constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD"};
 constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
-constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD"};
+constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", true};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
-constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO"};
+constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
@@ -85,11 +88,11 @@ bool read_env(const Parameter& p, const char* env, std::uint64_t* out) {
   return true;
 }
 
-// UMap's rule: a variable set to 0 leaves the value as it was.
+// UMap's rule: a variable set to 0 leaves the value as it was, unless 0 turns the parameter off.
 template <typename T>
 void read_env_into(const Parameter& p, T* field, const char* env = nullptr) {
   std::uint64_t value;
-  if (!read_env(p, env ? env : p.env, &value) || value == 0) return;
+  if (!read_env(p, env ? env : p.env, &value) || (value == 0 && !p.zero_turns_off)) return;
   if (value > std::numeric_limits<T>::max()) {
     refuse(p, value, "out of range", "at most " + std::to_string(std::numeric_limits<T>::max()));
   }
@@ -130,13 +133,18 @@ Config Config::defaults() {
   Config c;
   const std::uint64_t buffer_bytes = default_buffer_bytes();
   c.page_size = page_size_for_buffer(buffer_bytes);
-  c.fillers = hardware_threads();
-  c.evictors = hardware_threads();
+  // The fastest settings measured out of core (experiments/bench_workloads.py, sort and bfs on two cores:
+  // O_DIRECT, read_ahead 2, four fillers and one evictor; the tuner found the same). A filler mostly waits
+  // on its reads; O_DIRECT copies a page once, not twice through the page cache, and loses the kernel's
+  // read-ahead, which read_ahead makes up for along sequential streams only (read_ahead.hpp).
+  c.fillers = static_cast<unsigned>(std::min<std::uint64_t>(2 * hardware_threads(), kMaxThreads));
+  c.evictors = std::max(1u, hardware_threads() / 2);
   c.buffer_pages = std::max<std::uint64_t>(buffer_bytes / c.page_size, 1);
   c.evict_high_water = 90;
   c.evict_low_water = 70;
-  c.read_ahead = 0;
+  c.read_ahead = 2;
   c.max_fault_events = hardware_threads();
+  c.direct_io = true;
   return c;
 }
 

@@ -213,7 +213,9 @@ bool FillerPool::fills_are_fast() const {
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (config_.read_ahead == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const bool forward = region->read_ahead.fault(page) == ReadAheadStreams::Direction::kForward;
+  const ReadAheadStreams::Direction direction = region->read_ahead.fault(page);
+  if (direction == ReadAheadStreams::Direction::kNone) return;
+  const bool forward = direction == ReadAheadStreams::Direction::kForward;
   const std::uint64_t reach = std::min<std::uint64_t>(config_.read_ahead, forward ? region->page_count - 1 - page : page);
   const std::size_t queued = speculative_.size();
   for (std::uint64_t i = 1; i <= reach; ++i) {

@@ -40,8 +40,8 @@ class FillerPool {
 
   void prefetch(PageRef page);
 
-  // For the fillers. The read-ahead of a page a fault reads, queued as its read starts, so that its
-  // following pages are read meanwhile.
+  // For the fillers. The read-ahead after a page a fault reads, queued as its read starts, so that the pages
+  // following it are read meanwhile; none when the fault starts a stream (read_ahead.hpp).
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   // A read-ahead read completed: the next read of its stream, if it goes on (read_ahead.hpp).
   void continue_read_ahead(const RegionPtr& region, std::uint64_t page);

@@ -19,29 +19,30 @@ bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint6
 }
 
 ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
-  if (read_ahead_ == 0) return Direction::kForward;
+  if (read_ahead_ == 0) return Direction::kNone;
   ++clock_;
   Stream* oldest = &streams_[0];
   for (Stream& s : streams_) {
     if (s.window != 0 && page == s.newest_fault) {
+      // The same page again (several threads fault on it): read ahead only along a stream already sequential.
       s.last_use = clock_;
-      return s.direction < 0 ? Direction::kBackward : Direction::kForward;
+      return static_cast<Direction>(s.direction);
     }
-    // A fault up to just past what the stream may have read ahead continues it; a stream of one fault
-    // goes either way.
+    // A fault up to just past the stream's window continues it; a stream of one fault goes either way, up to
+    // read_ahead + 1 pages from it.
     for (int towards : {1, -1}) {
       if (s.window == 0 || s.direction == -towards || !s.ahead(page, towards, s.window + 1)) continue;
       s.direction = towards;
       s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
-      return towards < 0 ? Direction::kBackward : Direction::kForward;
+      return static_cast<Direction>(towards);
     }
     if (s.last_use < oldest->last_use) oldest = &s;
   }
-  // A new stream reads only its read_ahead pages until a second fault shows it is sequential.
+  // A new stream reads nothing ahead until a second fault shows it is sequential.
   *oldest = Stream{page, read_ahead_, 0, clock_};
-  return Direction::kForward;
+  return Direction::kNone;
 }
 
 bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t& next) const {

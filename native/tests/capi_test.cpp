@@ -120,6 +120,7 @@ TEST(CApi, ZeroSettingsMeanTheDefaults) {
                                   (page == system_page_size() || umapcfg_get_max_pages_in_buffer() >= 1023) &&
                                   umapcfg_get_num_fillers() == d.fillers && umapcfg_get_num_evictors() == d.evictors &&
                                   umapcfg_get_max_fault_events() == d.max_fault_events &&
+                                  umapcfg_get_read_ahead() == d.read_ahead &&
                                   umapcfg_get_evict_high_water_threshold() == 90 &&
                                   umapcfg_get_evict_low_water_threshold() == 70 &&
                                   umapcfg_get_max_pages_in_buffer() > 0;

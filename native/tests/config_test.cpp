@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -45,13 +46,13 @@ TEST(Config, DefaultsAreValidAndFollowTheDesign) {
   Config c = Config::defaults();
   EXPECT_NO_THROW(c.validate());
   EXPECT_EQ(c.page_size, page_size_for_buffer(c.buffer_bytes()));
-  EXPECT_EQ(c.fillers, hardware_threads());
-  EXPECT_EQ(c.evictors, hardware_threads());
+  EXPECT_EQ(c.fillers, 2 * hardware_threads());
+  EXPECT_EQ(c.evictors, std::max(1u, hardware_threads() / 2));
   EXPECT_EQ(c.max_fault_events, hardware_threads());
   EXPECT_EQ(c.evict_high_water, 90u);
   EXPECT_EQ(c.evict_low_water, 70u);
-  EXPECT_EQ(c.read_ahead, 0u);
-  EXPECT_FALSE(c.direct_io);
+  EXPECT_EQ(c.read_ahead, 2u);
+  EXPECT_TRUE(c.direct_io);
   EXPECT_GE(c.buffer_pages, 1u);
 }
 
@@ -66,7 +67,9 @@ TEST(Config, EnvironmentOverridesDefaults) {
   env.set("UMAP_READ_AHEAD", "4");
   env.set("UMAP_MAX_FAULT_EVENTS", "16");
   env.set("UMAP_DIRECT_IO", "1");
-  Config c = Config::from_environment();
+  Config base = Config::defaults();
+  base.direct_io = false;
+  Config c = Config::from_environment(base);
   EXPECT_EQ(c.page_size, 65536u);
   EXPECT_EQ(c.fillers, 7u);
   EXPECT_EQ(c.evictors, 3u);
@@ -126,17 +129,27 @@ TEST(Config, BufferInSystemPagesWithoutAPageSizeKeepsItsBytes) {
   EXPECT_EQ(Config::from_environment().buffer_pages, 1024u);
 }
 
-TEST(Config, PageSizeOfTheSystemReproducesUMapsDefaults) {
+// The variables README.md gives for UMap's defaults.
+TEST(Config, VariablesReproduceUMapsDefaults) {
   EnvGuard env;
   const std::size_t sys = system_page_size();
+  const std::string threads = std::to_string(hardware_threads());
   env.set("UMAP_PAGESIZE", std::to_string(sys).c_str());
   env.set("UMAP_READ_AHEAD", "0");
+  env.set("UMAP_DIRECT_IO", "0");
+  env.set("UMAP_PAGE_FILLERS", threads.c_str());
+  env.set("UMAP_PAGE_EVICTORS", threads.c_str());
   Config base = Config::defaults();
   base.page_size = std::size_t{1} << 20;
   base.buffer_pages = 300;
   Config c = Config::from_environment(base);
   EXPECT_EQ(c.page_size, sys);
   EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_FALSE(c.direct_io);
+  EXPECT_EQ(c.fillers, hardware_threads());
+  EXPECT_EQ(c.evictors, hardware_threads());
+  EXPECT_EQ(c.evict_high_water, 90u);
+  EXPECT_EQ(c.evict_low_water, 70u);
   EXPECT_EQ(c.buffer_bytes(), 300u << 20);  // the default buffer's bytes, in system pages
   env.set("UMAP_BUFSIZE", "1000");  // with a page size, UMAP_BUFSIZE is in pages of it, as in UMap
   c = Config::from_environment(base);
@@ -176,7 +189,7 @@ TEST(Config, RefusesOutOfRangeWithTheAllowedRange) {
 TEST(Config, ZeroMeansTheDefaultAsInUMap) {
   EnvGuard env;
   for (const char* name : {"UMAP_PAGESIZE", "UMAP_PAGE_FILLERS", "UMAP_PAGE_EVICTORS", "UMAP_BUFSIZE",
-                           "UMAP_EVICT_HIGH_WATER_THRESHOLD", "UMAP_EVICT_LOW_WATER_THRESHOLD", "UMAP_READ_AHEAD",
+                           "UMAP_EVICT_HIGH_WATER_THRESHOLD", "UMAP_EVICT_LOW_WATER_THRESHOLD",
                            "UMAP_MAX_FAULT_EVENTS", "UMAP_MONITOR_FREQ"})
     env.set(name, "0");
   Config base = Config::defaults();
@@ -189,9 +202,26 @@ TEST(Config, ZeroMeansTheDefaultAsInUMap) {
   EXPECT_EQ(c.buffer_pages, 1234u);
   EXPECT_EQ(c.evict_high_water, 90u);
   EXPECT_EQ(c.evict_low_water, 70u);
-  EXPECT_EQ(c.read_ahead, 0u);
   EXPECT_EQ(c.max_fault_events, base.max_fault_events);
   EXPECT_EQ(c.monitor_interval, 0u);
+}
+
+// Read-ahead and O_DIRECT are on by default; 0 turns them off (UMap reads nothing ahead and has no O_DIRECT).
+TEST(Config, ZeroTurnsReadAheadAndDirectIoOff) {
+  EnvGuard env;
+  env.set("UMAP_READ_AHEAD", "0");
+  env.set("UMAP_DIRECT_IO", "0");
+  Config base = Config::defaults();
+  ASSERT_GT(base.read_ahead, 0u);
+  ASSERT_TRUE(base.direct_io);
+  Config c = Config::from_environment(base);
+  EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_FALSE(c.direct_io);
+  env.set("UMAP_READ_AHEAD", "3");
+  env.set("UMAP_DIRECT_IO", "1");
+  c = Config::from_environment(c);
+  EXPECT_EQ(c.read_ahead, 3u);
+  EXPECT_TRUE(c.direct_io);
 }
 
 TEST(Config, MonitorIntervalAndLogLevelFromTheEnvironment) {

@@ -1,5 +1,7 @@
 #include <sys/mman.h>
 
+#include <iterator>
+
 #include "test_util.hpp"
 
 namespace autopager {
@@ -62,54 +64,56 @@ struct ReadAheadMapping {
   const std::uint8_t* bytes = nullptr;
 };
 
-TEST(ReadFaults, ReadAheadBringsInTheFollowingPages) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
-  ReadAheadMapping m(64, 7);
-  EXPECT_EQ(m.byte(0), testing::pattern_byte(0, 1));
-  m.settle(8);
-  Stats s = m.pager.stats();
-  EXPECT_EQ(s.read_faults, 1u);
-  EXPECT_EQ(s.fills, 8u);
-  for (std::size_t i = 0; i < 8 * m.page; ++i) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
-  EXPECT_EQ(m.pager.stats().read_faults, 1u) << "pages brought in by read-ahead must not fault";
-}
-
-// A second fault just past the pages read ahead shows a sequential scan: the window doubles (4 to 8
-// pages beyond that fault) and each completed read starts the next, until the window is read, and no
-// further.
-TEST(ReadFaults, ReadAheadRunsOnAlongASequentialScanWithinItsWindow) {
+// A stream's first fault reads nothing ahead. The fault on the next page shows a sequential scan: it reads
+// read_ahead pages on, the window doubles (4 to 8 pages beyond that fault) and each completed read starts
+// the next, until the window is read, and no further.
+TEST(ReadFaults, ReadAheadStartsAtAForwardStreamsSecondFault) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   ReadAheadMapping m(256, 4);
   EXPECT_EQ(m.byte(0), testing::pattern_byte(0, 1));
-  m.settle(5);
-  EXPECT_EQ(m.pager.stats().fills, 5u) << "a first fault reads only its read_ahead pages";
-  EXPECT_EQ(m.byte(5 * m.page), testing::pattern_byte(5 * m.page, 1));
-  m.settle(14);
+  m.settle(1);
+  EXPECT_EQ(m.pager.stats().fills, 1u) << "a stream's first fault reads nothing ahead";
+  EXPECT_EQ(m.byte(1 * m.page), testing::pattern_byte(1 * m.page, 1));
+  m.settle(10);
   Stats s = m.pager.stats();
-  EXPECT_EQ(s.fills, 14u) << "pages 0 to 5 + 8";
+  EXPECT_EQ(s.fills, 10u) << "pages 0 to 1 + 8";
   EXPECT_EQ(s.read_faults, 2u);
-  for (std::size_t i = 0; i < 14 * m.page; ++i) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
+  for (std::size_t i = 0; i < 10 * m.page; ++i) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
   EXPECT_EQ(m.pager.stats().read_faults, 2u) << "the scan up to the window's end must not fault";
+  EXPECT_EQ(m.byte(10 * m.page), testing::pattern_byte(10 * m.page, 1));
+  EXPECT_EQ(m.pager.stats().read_faults, 3u) << "page 10 lies beyond the window";
 }
 
-// A reverse scan: the first fault reads ahead forward (a new stream's direction), the fault on the page
-// before it turns the stream backward, and read-ahead then runs down the region within the window (8 pages
-// below that fault), and no further.
-TEST(ReadFaults, ReadAheadRunsBackAlongAReverseScan) {
+// A reverse scan: the fault on the page before a stream's first turns it backward, and read-ahead then runs
+// down the region within the window (8 pages below that fault), and no further.
+TEST(ReadFaults, ReadAheadStartsAtABackwardStreamsSecondFault) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   ReadAheadMapping m(256, 4);
   EXPECT_EQ(m.byte(200 * m.page), testing::pattern_byte(200 * m.page, 1));
-  m.settle(5);
-  EXPECT_EQ(m.pager.stats().fills, 5u) << "pages 200 to 204";
+  m.settle(1);
+  EXPECT_EQ(m.pager.stats().fills, 1u) << "a stream's first fault reads nothing ahead";
   EXPECT_EQ(m.byte(199 * m.page), testing::pattern_byte(199 * m.page, 1));
-  m.settle(14);
+  m.settle(10);
   Stats s = m.pager.stats();
-  EXPECT_EQ(s.fills, 14u) << "pages 191 to 204";
+  EXPECT_EQ(s.fills, 10u) << "pages 191 to 200";
   EXPECT_EQ(s.read_faults, 2u);
   for (std::size_t i = 200 * m.page; i-- > 191 * m.page;) ASSERT_EQ(m.byte(i), testing::pattern_byte(i, 1));
   EXPECT_EQ(m.pager.stats().read_faults, 2u) << "the reverse scan down to the window's end must not fault";
   EXPECT_EQ(m.byte(190 * m.page), testing::pattern_byte(190 * m.page, 1));
   EXPECT_EQ(m.pager.stats().read_faults, 3u) << "page 190 lies beyond the window";
+}
+
+// Faults farther apart than read_ahead + 1 pages, more of them than the streams followed at once: each
+// starts a stream, and none reads anything ahead.
+TEST(ReadFaults, RandomFaultsReadNothingAhead) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  ReadAheadMapping m(256, 4);
+  const std::size_t pages[] = {0, 40, 80, 120, 160, 200, 20, 60, 100, 140, 180, 220, 10, 250, 30};
+  for (std::size_t page : pages) EXPECT_EQ(m.byte(page * m.page), testing::pattern_byte(page * m.page, 1));
+  m.settle(std::size(pages));
+  Stats s = m.pager.stats();
+  EXPECT_EQ(s.read_faults, std::size(pages));
+  EXPECT_EQ(s.fills, std::size(pages)) << "random faults read only their own pages";
 }
 
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {

@@ -55,8 +55,12 @@ TEST(Regions, TwoPagersWithDifferentPageSizesAtOnce) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
   ScratchFile a(300 * page, 1), b(300 * page, 2);
-  Pager small(testing::small_config(page, 8));
-  Pager large(testing::small_config(16 * page, 4));  // two resident pages and two fillers' read slots
+  // Without read-ahead, so that each pager's fills count its own faults.
+  Config small_pages = testing::small_config(page, 8);
+  Config large_pages = testing::small_config(16 * page, 4);  // two resident pages and two fillers' read slots
+  small_pages.read_ahead = large_pages.read_ahead = 0;
+  Pager small(small_pages);
+  Pager large(large_pages);
   auto* x = static_cast<const std::uint8_t*>(small.map(make_file_store(a.path()), 300 * page, PROT_READ));
   auto* y = static_cast<const std::uint8_t*>(large.map(make_file_store(b.path()), 300 * page, PROT_READ));
   std::uint64_t wrong = 0;

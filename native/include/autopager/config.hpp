@@ -24,24 +24,27 @@ enum class LogLevel : unsigned {
 
 struct Config {
   std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page (page_size_for_buffer)
-  unsigned fillers = 0;             // threads reading pages from stores
-  unsigned evictors = 0;            // threads writing back and evicting
+  unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
+  unsigned evictors = 0;            // threads writing back and evicting; defaults(): half the hardware threads, ≥ 1
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
   unsigned evict_high_water = 90;   // % of the buffer at which eviction starts
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
-  unsigned read_ahead = 0;          // pages fetched after a faulting one
-  unsigned max_fault_events = 0;    // fault events read from the kernel per call
-  bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT
+  unsigned read_ahead = 0;          // pages fetched along a sequential stream (read_ahead.hpp); defaults(): 2
+  unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
+  bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
+                                    // file system allows; defaults(): true
   unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
   LogLevel log_level = LogLevel::kWarning;
 
   // A buffer of 80% of the memory this process can still use (available memory, bounded by its memory
-  // cgroup's limit less the cgroup's usage) in pages of page_size_for_buffer(those bytes); hardware threads.
+  // cgroup's limit less the cgroup's usage) in pages of page_size_for_buffer(those bytes); the threads,
+  // read-ahead and direct I/O noted at each field; watermarks 90/70.
   static Config defaults();
   // `base` overridden by every UMAP_* variable that is set. As in UMap, a variable set to 0 keeps
-  // `base`'s value. The buffer: UMAP_BUFSIZE pages of UMAP_PAGESIZE when both are set; base's buffer
-  // bytes in pages of UMAP_PAGESIZE when only that is set; UMAP_BUFSIZE system pages (UMap's unit when
-  // it has no page size) in pages of page_size_for_buffer(those bytes) when only UMAP_BUFSIZE is set.
+  // `base`'s value, except UMAP_READ_AHEAD and UMAP_DIRECT_IO, which 0 turns off. The buffer: UMAP_BUFSIZE
+  // pages of UMAP_PAGESIZE when both are set; base's buffer bytes in pages of UMAP_PAGESIZE when only that
+  // is set; UMAP_BUFSIZE system pages (UMap's unit when it has no page size) in pages of
+  // page_size_for_buffer(those bytes) when only UMAP_BUFSIZE is set.
   // Throws ConfigError on a bad value.
   static Config from_environment(const Config& base = defaults());
   // Throws ConfigError when a value is out of range or inconsistent.
