@@ -40,7 +40,7 @@ def test_a_run_beyond_its_memory_limit_is_killed_and_reported(tuner_home):
                          "workload.buffer_size=32MiB", "runner.memory_limit=auto"])
     workload = Workload.from_config(config.workload, config.data_dir)
     runner = Runner.from_config(workload, config.runner)
-    assert runner.memory_limit == (32 + 12) << 20  # the buffer and runner.memory_headroom
+    assert runner.memory_limit == (32 + 16) << 20  # the buffer and runner.memory_headroom
     limited = runner.measure({}, timeout=60)
     assert not limited.ok and "SIGKILL" in limited.error
     assert Runner(workload).measure({}, timeout=60).ok  # the same program without the limit
@@ -56,7 +56,7 @@ def test_the_kernel_mmap_is_measured_once_after_the_defaults(tuner_home, capsys)
     assert kernel.status == "ok" and kernel.value == pytest.approx(MMAP_SLOWDOWN * 1e-3)
     assert table.loc[table.kind == "mmap", ["page_size", "fillers", "buffer_size"]].isna().all(axis=None)
     assert (table.kind == "search").sum() == 3  # the mmap row is not a trial of the budget
-    assert "in a 76MiB memory cgroup" in shown  # 64MiB buffer + 12MiB headroom
+    assert "in a 80MiB memory cgroup" in shown  # 64MiB buffer + 16MiB headroom
     best = table[table.kind != "mmap"].value.min()
     assert f"speedup over kernel mmap: {kernel.value / best:.2f}x" in shown
     assert main(["tune", *RANDOM, "baseline.mmap=true", "study.name=m", "budget.trials=4"]) == 0
