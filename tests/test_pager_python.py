@@ -36,9 +36,9 @@ def test_parameters_in_bytes_and_notation():
 
 
 def test_a_buffer_too_small_for_every_fillers_slot_starts_fewer_fillers(path, capfd):
-    # Each filler's read slot comes out of the buffer, beside as many resident pages as fillers: 4 pages, 2 fillers.
-    with autopager.Pager(page_size="64KiB", buffer_size="256KiB", fillers=4) as pager:
-        assert pager.config["fillers"] == 2 and pager.config["buffer_size"] == 256 << 10
+    # Each filler's read slot comes out of the buffer, the slots a quarter of it at most: 8 pages, 2 fillers.
+    with autopager.Pager(page_size="64KiB", buffer_size="512KiB", fillers=4) as pager:
+        assert pager.config["fillers"] == 2 and pager.config["buffer_size"] == 512 << 10
         array = pager.memmap(path, dtype=np.float32, mode="r")
         assert np.array_equal(array[::4097], np.arange(1 << 20, dtype=np.float32)[::4097])
         del array

@@ -57,7 +57,7 @@ class PagerImpl {
       log(LogLevel::kWarning, "fillers (UMAP_PAGE_FILLERS) = " + std::to_string(config.fillers) + " reduced to " +
                                   std::to_string(config_.fillers) + ": a buffer of " +
                                   std::to_string(config_.buffer_pages) +
-                                  " pages holds a read slot for each filler and as many resident pages as fillers");
+                                  " pages gives the fillers' read slots at most a quarter of it");
     log(LogLevel::kInfo, "pager started: " + config_.to_string() + "; the buffer holds " +
                              std::to_string(memory_.resident_pages) + " resident pages and " +
                              std::to_string(config_.fillers) + " fillers' " + std::to_string(memory_.read_slots) +

@@ -97,15 +97,15 @@ TEST(MemoryBound, LargePagesStayWithinTheBuffer) {
   EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
 }
 
-// A buffer of fewer pages than two a filler starts fewer fillers: each needs a read slot and, beside
-// the slots, as many resident pages as fillers.
+// A buffer of fewer pages than four a filler starts fewer fillers: each needs a read slot, and the slots
+// take at most a quarter of the buffer.
 TEST(MemoryBound, ASmallBufferStartsFewerFillers) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
-  Pager pager(small_config(page, 5, 4));
+  Pager pager(small_config(page, 11, 4));
   EXPECT_EQ(pager.config().fillers, 2u);
-  EXPECT_EQ(pager.config().buffer_pages, 5u);
-  Pager roomy(small_config(page, 8, 4));
+  EXPECT_EQ(pager.config().buffer_pages, 11u);
+  Pager roomy(small_config(page, 16, 4));
   EXPECT_EQ(roomy.config().fillers, 4u);
   const std::uint64_t size = 64 * page;
   ScratchFile file(size, 21);
