@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 
 #include "filler_pool.hpp"
 
@@ -46,7 +48,10 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
       if (!faults.empty()) return ReadResult::kFaults;
       continue;
     }
-    if (n < 0 && errno != EAGAIN && errno != EINTR) return ReadResult::kStopped;
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      if (stop_requested()) return ReadResult::kStopped;
+      report_read_error(errno);  // and wait as before: a fault that is never read would wait for ever
+    }
     if (wait == Wait::kNo) return ReadResult::kNothing;
     if (reads_.available()) {
       // One sleep for whichever comes first: a fault, a read of this filler completing, the stop.
@@ -54,9 +59,21 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
       if (!events_.reads.empty()) return ReadResult::kNothing;
       continue;
     }
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) return ReadResult::kStopped;
-    if (fds[1].revents != 0) return ReadResult::kStopped;
+    if (poll(fds, 2, -1) < 0 && errno != EINTR && stop_requested()) return ReadResult::kStopped;
+    if (fds[1].revents & POLLIN) return ReadResult::kStopped;
   }
+}
+
+bool Filler::stop_requested() const {
+  pollfd stop{stop_event_, POLLIN, 0};
+  return poll(&stop, 1, 0) == 1 && (stop.revents & POLLIN) != 0;
+}
+
+void Filler::report_read_error(int err) {
+  if (!reported_read_error_)
+    std::fprintf(stderr, "autopager: reading the userfaultfd's fault events failed: %s; trying again\n",
+                 std::strerror(err));
+  reported_read_error_ = true;
 }
 
 bool Filler::start_fault(const Fault& fault, MayBlock may_block) {

@@ -92,6 +92,9 @@ class Filler {
   bool reserve_slot();
   void finish_read(const ReadQueue::Completion& completion);
   void wake_unless_filling(const Region& region, std::uint64_t page);
+  // True once the pool's stop event has fired (its eventfd stays readable).
+  bool stop_requested() const;
+  void report_read_error(int err);
   void record_service(std::chrono::steady_clock::time_point read_at);
 
   FillerPool& pool_;
@@ -105,6 +108,7 @@ class Filler {
   std::vector<PendingRead> pending_;  // by slot
   ReadQueue::Events events_;
   std::vector<uffd_msg> messages_;
+  bool reported_read_error_ = false;
 };
 
 }  // namespace autopager

@@ -119,6 +119,9 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   StatsCounters::add(stats_.fills);
   StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
   int err = uffd_.copy(region.page_address(page), io_buffer, page_size, protect);
+  // A copy wakes the faulting threads only when it installed something, and a fault that found this
+  // page filling waits for this fill's wake: every failed copy wakes them too.
+  if (err == EEXIST) uffd_.wake(region.page_address(page), page_size);
   if (err != 0 && err != EEXIST) {
     region.set_state(page, PageState::kAbsent);
     if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
@@ -126,6 +129,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
     stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
     lock.unlock();
     buffer_.release();
+    uffd_.wake(region.page_address(page), page_size);
     if (err != ENOENT && err != ESRCH)  // the range is going away (unmap, exit)
       std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
     return false;
@@ -166,6 +170,9 @@ void Paging::resolve_write(Region& region, std::uint64_t page) {
     region.set_state(page, PageState::kDirty);
     stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
     if (uffd_.write_protect(address, region.page_size, WriteProtect::kNo) == 0) return;  // clearing wakes the writer
+    // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
+    region.set_state(page, PageState::kClean);
+    stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
   uffd_.wake(address, region.page_size);

@@ -16,6 +16,13 @@ constexpr std::uint64_t kStopTag = ~0ull - 1;
 struct ReadQueue::Ring {
   io_uring ring{};
   bool watching = false;  // a poll on the watched descriptor is armed
+  int stop_fd = -1;
+
+  void watch_stop() {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_add(sqe, stop_fd, POLLIN);
+    io_uring_sqe_set_data64(sqe, kStopTag);
+  }
 
   io_uring_sqe* next_sqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring);
@@ -33,9 +40,8 @@ ReadQueue::ReadQueue(unsigned depth, int stop_fd) {
   if (io_uring_queue_init(entries, &ring->ring, IORING_SETUP_SINGLE_ISSUER) != 0 &&
       io_uring_queue_init(entries, &ring->ring, 0) != 0)
     return;
-  io_uring_sqe* sqe = ring->next_sqe();
-  io_uring_prep_poll_add(sqe, stop_fd, POLLIN);
-  io_uring_sqe_set_data64(sqe, kStopTag);
+  ring->stop_fd = stop_fd;
+  ring->watch_stop();
   io_uring_submit(&ring->ring);
   ring_ = std::move(ring);
 }
@@ -80,7 +86,10 @@ void ReadQueue::collect(Wait wait, int watch_fd, Events& events) {
     if (tag == kWatchTag) {
       ring_->watching = false;  // the caller reads the userfaultfd next
     } else if (tag == kStopTag) {
-      events.stop = true;
+      // Only the event itself stops the filler; a poll that ended otherwise (cancelled, an error) is
+      // armed again: a false stop would end every filler and leave each later fault waiting for ever.
+      if (cqe->res > 0 && (cqe->res & POLLIN) != 0) events.stop = true;
+      else ring_->watch_stop();
     } else {
       --in_flight_;
       events.reads.push_back({static_cast<unsigned>(tag), cqe->res});

@@ -20,6 +20,7 @@
 namespace autopager {
 namespace {
 
+using testing::HangWatchdog;
 using testing::in_forked_child;
 using testing::pattern_byte;
 using testing::ScratchFile;
@@ -153,6 +154,7 @@ TEST(Fork, ChildrenForkedWhileThePagerIsBusyExitWithoutWaiting) {
   const std::size_t size = 64 * page;
   ScratchFile file(size, 14);
   Pager pager(small_config(page, 8));
+  HangWatchdog watchdog(120, [&] { return "pager statistics: " + pager.stats().to_json(); });
   std::atomic<bool> stop{false};
   std::thread busy([&] {
     while (!stop.load()) {

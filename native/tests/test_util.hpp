@@ -7,8 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -131,6 +137,60 @@ inline bool thread_sanitizer() {
 #endif
   return false;
 }
+
+// Fails a test that hangs with what each of its threads waits on, instead of leaving it to ctest's
+// timeout, which shows nothing: after `seconds`, prints every thread's state, kernel wait channel and
+// kernel stack (readable by root) and those of its child processes, then `describe()` (e.g. the pager's
+// statistics), and aborts.
+class HangWatchdog {
+ public:
+  HangWatchdog(unsigned seconds, std::function<std::string()> describe)
+      : describe_(std::move(describe)), thread_([this, seconds] { watch(seconds); }) {}
+  ~HangWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    finished_.notify_all();
+    thread_.join();
+  }
+  HangWatchdog(const HangWatchdog&) = delete;
+  HangWatchdog& operator=(const HangWatchdog&) = delete;
+
+ private:
+  void watch(unsigned seconds) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (finished_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) return;
+    std::fprintf(stderr, "hung for %u s; threads of process %d:\n", seconds, static_cast<int>(getpid()));
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      auto text = [&](const char* name) {
+        std::ifstream in(task.path() / name);
+        std::stringstream all;
+        all << in.rdbuf();
+        return all.str();
+      };
+      std::fprintf(stderr, "-- thread %s: %s   wchan %s\n   %s%s", task.path().filename().c_str(),
+                   text("comm").c_str(), text("wchan").c_str(), text("stat").c_str(), text("stack").c_str());
+      std::istringstream children(text("children"));
+      for (std::string child; children >> child;) {
+        std::ifstream stat("/proc/" + child + "/stat"), stack("/proc/" + child + "/stack");
+        std::stringstream both;
+        both << stat.rdbuf() << stack.rdbuf();
+        std::fprintf(stderr, "   child process %s: %s", child.c_str(), both.str().c_str());
+      }
+      std::fprintf(stderr, "\n");
+    }
+    std::fprintf(stderr, "%s\n", describe_().c_str());
+    std::fflush(nullptr);
+    std::abort();
+  }
+
+  std::function<std::string()> describe_;
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 // Runs `body` in a forked child killed by SIGALRM after `seconds`; returns its exit status, or 128 + the
 // signal that ended it.
