@@ -49,8 +49,9 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
       continue;
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      const int err = errno;
       if (stop_requested()) return ReadResult::kStopped;
-      report_read_error(errno);  // and wait as before: a fault that is never read would wait for ever
+      report_read_error(err);  // and wait as before: a fault that is never read would wait for ever
     }
     if (wait == Wait::kNo) return ReadResult::kNothing;
     if (reads_.available()) {
