@@ -14,6 +14,7 @@ class Config:
     buffer_pages: int
     evict_high_water: int
     evict_low_water: int
+    evict_retain: int
     read_ahead: int
     max_fault_events: int
     direct_io: bool

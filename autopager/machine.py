@@ -78,6 +78,15 @@ def read_ahead_of_disk(path: Path, kib: int | None) -> Iterator[None]:
             setting.write_text(before)
 
 
+def bytes_read_from_disk(path: Path) -> int | None:
+    """Bytes read so far from the block device holding ``path`` (its sectors read, /sys/.../stat); None if unknown."""
+    block = block_device(path)
+    stat = block / "stat" if block is not None else None
+    if stat is None or not stat.exists():
+        return None
+    return int(stat.read_text().split()[2]) * 512
+
+
 def storage(path: Path) -> str:
     """The block device holding ``path``, as /sys describes it."""
     block, queue = block_device(path), device_queue(path)

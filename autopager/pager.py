@@ -33,13 +33,14 @@ class PagingParameters(TypedDict, total=False):
     buffer_size: Union[int, str]
     evict_high_water: int
     evict_low_water: int
+    evict_retain: int
     read_ahead: int
     max_fault_events: int
     direct_io: int
 
 
-_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead", "max_fault_events",
-           "direct_io")
+_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "read_ahead",
+           "max_fault_events", "direct_io")
 _UINT_MAX = (1 << 32) - 1
 
 
@@ -55,7 +56,7 @@ class Pager:
             print(pager.stats()["evictions"])
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
-    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water (percent), read_ahead (pages),
+    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (pages),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it). profile= takes them
     from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
@@ -107,7 +108,7 @@ class Pager:
         c = self._config
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
-                "evict_low_water": c.evict_low_water, "read_ahead": c.read_ahead,
+                "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "read_ahead": c.read_ahead,
                 "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io)}
 
     @property

@@ -17,6 +17,7 @@ ENV_VARS: dict[str, str] = {
     "buffer_size": "UMAP_BUFSIZE",
     "evict_high_water": "UMAP_EVICT_HIGH_WATER_THRESHOLD",
     "evict_low_water": "UMAP_EVICT_LOW_WATER_THRESHOLD",
+    "evict_retain": "UMAP_EVICT_RETAIN",
     "read_ahead": "UMAP_READ_AHEAD",
     "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
     "direct_io": "UMAP_DIRECT_IO",

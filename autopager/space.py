@@ -25,7 +25,7 @@ MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed
 LOW, HIGH = "evict_low_water", "evict_high_water"
 LIMITS = {  # smallest and largest value the pager accepts
     "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
-    HIGH: (1, 100), LOW: (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
+    HIGH: (1, 100), LOW: (0, 99), "evict_retain": (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
     "direct_io": (0, 1),
 }
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}

@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autopager import _native  # noqa: E402
-from autopager.machine import cpu_model, memory_bytes, read_ahead_of_disk, storage  # noqa: E402
+from autopager.machine import bytes_read_from_disk, cpu_model, memory_bytes, read_ahead_of_disk, storage  # noqa: E402
 from autopager.memory_limit import MemoryLimit  # noqa: E402
 from autopager.page_cache import drop_page_cache  # noqa: E402
 from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
@@ -146,6 +146,7 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
     limit = program.buffer_bytes + parse_size(args.mmap_headroom) if variant.library == KERNEL else None
     with MemoryLimit(limit) if limit else _no_limit() as cgroup, \
             read_ahead_of_disk(Path(args.data_dir), variant.disk_read_ahead_kib):
+        read_before = bytes_read_from_disk(Path(args.data_dir))
         start = time.perf_counter()
         try:
             proc = subprocess.run(program.command(variant, page), env=env, capture_output=True, text=True,
@@ -153,11 +154,14 @@ def run_once(program: Program, variant: Variant, args: argparse.Namespace, libra
         except subprocess.TimeoutExpired:
             return {**record, "error": f"over {args.timeout:.0f} s"}
         wall = time.perf_counter() - start
+        read_after = bytes_read_from_disk(Path(args.data_dir))
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or [""])[-1][-200:]
         return {**record, "error": f"exit {proc.returncode} after {wall:.1f} s: {last}"}
     record["wall"] = wall
+    if read_before is not None and read_after is not None:
+        record["read_gb"] = (read_after - read_before) / 1e9
     phase = program.metric.search(output)
     record["phase"] = float(phase.group(1)) if phase else None
     record["check"] = "\n".join(program.check.findall(output))
@@ -178,7 +182,8 @@ def median(runs: list[dict], key: str) -> float | None:
 
 
 def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
-    rows = ["| variant | wall s (median) | runs | phase s (median) | load at start |", "|---|---|---|---|---|"]
+    rows = ["| variant | wall s (median) | runs | phase s (median) | GB read from the disk (median) | load at start |",
+            "|---|---|---|---|---|---|"]
     for variant in variants:
         mine = [r for r in runs if r["variant"] == variant.label]
         failed = [r["error"] for r in mine if "error" in r]
@@ -187,9 +192,11 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
         wall_text = "-" if wall is None else f"{wall:.1f}"
         phase = median(mine, "phase")
         phase_text = "-" if phase is None else f"{phase:.1f}"
+        read = median(mine, "read_gb")
+        read_text = "-" if read is None else f"{read:.1f}"
         failure = f" ({failed[0]})" if failed else ""
         loads = ", ".join(f"{r['load']:.2f}" for r in mine)
-        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {loads} |")
+        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {read_text} | {loads} |")
     checks = {r["check"] for r in runs if "check" in r}
     rows.append(f"\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
     return "\n".join(rows)

@@ -6,8 +6,9 @@ order, each of its two threads over its half of the vertices (OpenMP's static sc
 two offsets and then its edges from one mapping of the CSR file (n+1 offsets, then the edges). This script
 computes each vertex's level from the graph that bench_llnl.py wrote, replays the page accesses of that
 traversal (the two threads interleaved by edges read) and counts the pages a buffer of ``--buffer`` must read
-without read-ahead, under FIFO (the pager's policy), LRU, random replacement and Belady's optimum (evict the
-page used farthest in the future), which bounds every policy.
+without read-ahead, under FIFO (the pager's policy), LRU, random replacement, FIFO with a share of the buffer
+retained by the first pages filled (the pager's evict_retain) and Belady's optimum (evict the page used farthest
+in the future), which bounds every policy.
 
     python3 experiments/bfs_replacement.py --graph /var/tmp/apdata/bfs-s24.llnl-csr --page-sizes 1MiB,256KiB
 
@@ -122,6 +123,25 @@ def random_replacement(order: list[int], capacity: int) -> int:
     return misses
 
 
+def retain_first(order: list[int], capacity: int, retained_share: float) -> int:
+    """The pager's FIFO with evict_retain: the first pages filled keep a share of the buffer for good."""
+    retained_budget = int(capacity * retained_share)
+    retained: set[int] = set()
+    queue: OrderedDict[int, None] = OrderedDict()
+    misses = 0
+    for page in order:
+        if page in retained or page in queue:
+            continue
+        misses += 1
+        if len(retained) < retained_budget:
+            retained.add(page)
+            continue
+        if len(queue) >= capacity - retained_budget:
+            queue.popitem(last=False)
+        queue[page] = None
+    return misses
+
+
 def belady(order: list[int], capacity: int) -> int:
     never = len(order)
     next_use, seen = [never] * len(order), {}
@@ -143,7 +163,9 @@ def belady(order: list[int], capacity: int) -> int:
     return misses
 
 
-POLICIES = {"fifo": fifo, "lru": lru, "random": random_replacement, "belady": belady}
+POLICIES = {"fifo": fifo, "lru": lru, "random": random_replacement,
+            **{f"retain {share}%": (lambda o, c, s=share: retain_first(o, c, s / 100)) for share in (50, 70, 85)},
+            "belady": belady}
 
 
 def main(argv: list[str] | None = None) -> int:

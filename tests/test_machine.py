@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from autopager.machine import read_ahead_file, read_ahead_of_disk, storage
+from autopager.machine import bytes_read_from_disk, read_ahead_file, read_ahead_of_disk, storage
 
 
 def disk_setting(tmp_path: Path) -> Path:
@@ -40,3 +40,20 @@ def test_no_read_ahead_given_leaves_the_disk_as_it_is(tmp_path):
     with read_ahead_of_disk(tmp_path, None):
         assert setting.read_text().strip() == before
     assert setting.read_text().strip() == before
+
+
+def test_bytes_read_from_disk_count_a_read_past_the_page_cache(tmp_path):
+    if bytes_read_from_disk(tmp_path) is None:
+        pytest.skip(f"{tmp_path} is not on a block device with read counters")
+    path, size = tmp_path / "data", 4 << 20
+    path.write_bytes(os.urandom(size))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, size, os.POSIX_FADV_DONTNEED)  # written back, so the next read goes to the disk
+        before = bytes_read_from_disk(tmp_path)
+        assert len(os.pread(fd, size, 0)) == size
+        after = bytes_read_from_disk(tmp_path)
+    finally:
+        os.close(fd)
+    assert after - before >= size

@@ -38,6 +38,7 @@ constexpr Parameter kEvictors{"evictors", "UMAP_PAGE_EVICTORS"};
 constexpr Parameter kBuffer{"buffer_size", "UMAP_BUFSIZE"};
 constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD"};
 constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
+constexpr Parameter kRetain{"evict_retain", "UMAP_EVICT_RETAIN", true};
 constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", true};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
 constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
@@ -171,6 +172,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kEvictors, &c.evictors);
   read_env_into(kHighWater, &c.evict_high_water);
   read_env_into(kLowWater, &c.evict_low_water);
+  read_env_into(kRetain, &c.evict_retain);
   read_env_into(kReadAhead, &c.read_ahead);
   read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
   read_env_into(kFaultEvents, &c.max_fault_events);
@@ -208,6 +210,7 @@ void Config::validate() const {
     allowed << "below evict_high_water (UMAP_EVICT_HIGH_WATER_THRESHOLD) = " << evict_high_water;
     refuse(kLowWater, evict_low_water, "not below the high water mark", allowed.str());
   }
+  check_range(kRetain, evict_retain, 0, 99, " percent");
   check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
   check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
   check_range(kMonitor, monitor_interval, 0, kMaxMonitorInterval, " seconds");
@@ -220,6 +223,7 @@ std::string Config::to_string() const {
   out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
+      << ", \"evict_retain\": " << evict_retain
       << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
       << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
       << "\"}";

@@ -46,7 +46,8 @@ class PagerImpl {
   explicit PagerImpl(const Config& config)
       : memory_(plan_page_memory(validated(config))),
         config_(with_fillers(config, memory_.fillers)),
-        buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water, make_fifo_policy()),
+        buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water,
+                make_fifo_policy(memory_.resident_pages * config_.evict_retain / 100)),
         paging_(config_, uffd_, buffer_, stats_),
         fillers_(config_, memory_.read_slots, uffd_, paging_, regions_, stats_),
         evictors_(config_.evictors, buffer_, paging_),

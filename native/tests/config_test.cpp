@@ -183,6 +183,7 @@ TEST(Config, RefusesOutOfRangeWithTheAllowedRange) {
   EXPECT_NE(env_refusal("UMAP_READ_AHEAD", "99999999"), "");
   EXPECT_NE(env_refusal("UMAP_MONITOR_FREQ", "999999999"), "");
   EXPECT_NE(env_refusal("UMAP_DIRECT_IO", "2").find("direct_io (UMAP_DIRECT_IO) = 2"), std::string::npos);
+  EXPECT_NE(env_refusal("UMAP_EVICT_RETAIN", "100").find("evict_retain (UMAP_EVICT_RETAIN) = 100"), std::string::npos);
 }
 
 // UMap reads a variable set to 0 as not set: its default.
@@ -206,22 +207,29 @@ TEST(Config, ZeroMeansTheDefaultAsInUMap) {
   EXPECT_EQ(c.monitor_interval, 0u);
 }
 
-// Read-ahead and O_DIRECT are on by default; 0 turns them off (UMap reads nothing ahead and has no O_DIRECT).
-TEST(Config, ZeroTurnsReadAheadAndDirectIoOff) {
+// Read-ahead and O_DIRECT are on by default; 0 turns them off (UMap reads nothing ahead and has no O_DIRECT),
+// and the retained share of a base (a profile) too.
+TEST(Config, ZeroTurnsReadAheadDirectIoAndTheRetainedShareOff) {
   EnvGuard env;
   env.set("UMAP_READ_AHEAD", "0");
   env.set("UMAP_DIRECT_IO", "0");
+  env.set("UMAP_EVICT_RETAIN", "0");
   Config base = Config::defaults();
   ASSERT_GT(base.read_ahead, 0u);
   ASSERT_TRUE(base.direct_io);
+  EXPECT_EQ(base.evict_retain, 0u);
+  base.evict_retain = 40;
   Config c = Config::from_environment(base);
   EXPECT_EQ(c.read_ahead, 0u);
   EXPECT_FALSE(c.direct_io);
+  EXPECT_EQ(c.evict_retain, 0u);
   env.set("UMAP_READ_AHEAD", "3");
   env.set("UMAP_DIRECT_IO", "1");
+  env.set("UMAP_EVICT_RETAIN", "60");
   c = Config::from_environment(c);
   EXPECT_EQ(c.read_ahead, 3u);
   EXPECT_TRUE(c.direct_io);
+  EXPECT_EQ(c.evict_retain, 60u);
 }
 
 TEST(Config, MonitorIntervalAndLogLevelFromTheEnvironment) {

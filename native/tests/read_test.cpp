@@ -116,6 +116,32 @@ TEST(ReadFaults, RandomFaultsReadNothingAhead) {
   EXPECT_EQ(s.fills, std::size(pages)) << "random faults read only their own pages";
 }
 
+// A loop over four times the buffer: under plain FIFO every page is evicted before the loop comes round
+// again; with evict_retain the first pages filled stay, and the second round finds them resident.
+TEST(Eviction, RetainedPagesOutliveALoopOverMoreThanTheBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::size_t buffer = 32, pages = 4 * buffer;
+  ScratchFile file(pages * page);
+  for (unsigned retain : {0u, 50u}) {
+    Config config = small_config(page, buffer);
+    config.read_ahead = 0;
+    config.evict_retain = retain;
+    Pager pager(config);
+    auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+    std::uint64_t wrong = 0;
+    for (int round = 0; round < 2; ++round)
+      for (std::size_t p = 0; p < pages; ++p) wrong += bytes[p * page] != pattern_byte(p * page, 1);
+    EXPECT_EQ(wrong, 0u) << "evict_retain " << retain;
+    const std::uint64_t read_again = pager.stats().fills - pages;
+    if (retain == 0)
+      EXPECT_EQ(read_again, pages) << "FIFO reads every page of the second round again";
+    else
+      EXPECT_LE(read_again, pages - buffer / 4) << "at least a quarter of the buffer's pages stayed";
+    EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+  }
+}
+
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();

@@ -29,6 +29,8 @@ struct Config {
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
   unsigned evict_high_water = 90;   // % of the buffer at which eviction starts
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
+  unsigned evict_retain = 0;        // % of the buffer kept by the first pages filled, evicted only when no
+                                    // other page is left (policy/eviction_policy.hpp); 0: plain FIFO
   unsigned read_ahead = 0;          // pages fetched along a sequential stream (read_ahead.hpp); defaults(): 2
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
@@ -41,7 +43,7 @@ struct Config {
   // read-ahead and direct I/O noted at each field; watermarks 90/70.
   static Config defaults();
   // `base` overridden by every UMAP_* variable that is set. As in UMap, a variable set to 0 keeps
-  // `base`'s value, except UMAP_READ_AHEAD and UMAP_DIRECT_IO, which 0 turns off. The buffer: UMAP_BUFSIZE
+  // `base`'s value, except UMAP_READ_AHEAD, UMAP_DIRECT_IO and UMAP_EVICT_RETAIN, which 0 turns off. The buffer: UMAP_BUFSIZE
   // pages of UMAP_PAGESIZE when both are set; base's buffer bytes in pages of UMAP_PAGESIZE when only that
   // is set; UMAP_BUFSIZE system pages (UMap's unit when it has no page size) in pages of
   // page_size_for_buffer(those bytes) when only UMAP_BUFSIZE is set.

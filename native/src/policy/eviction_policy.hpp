@@ -2,6 +2,7 @@
 // ask it for victims. Implementations must be thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -21,7 +22,10 @@ class EvictionPolicy {
   virtual void forget_region(const Region& region) = 0;
 };
 
-// First in, first out, in the order pages were filled.
-std::unique_ptr<EvictionPolicy> make_fifo_policy();
+// First in, first out, in the order pages were filled, except that the first `retained_pages` pages filled
+// are evicted only when no other page is left to evict (then oldest first, and the next pages filled take
+// their places). A loop over more data than the buffer, such as a BFS level's sweep over its graph, loses
+// every page under plain FIFO before it comes round again; a retained part hits on every round.
+std::unique_ptr<EvictionPolicy> make_fifo_policy(std::uint64_t retained_pages = 0);
 
 }  // namespace autopager

@@ -80,6 +80,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("buffer_pages", &Config::buffer_pages)
       .def_readwrite("evict_high_water", &Config::evict_high_water)
       .def_readwrite("evict_low_water", &Config::evict_low_water)
+      .def_readwrite("evict_retain", &Config::evict_retain)
       .def_readwrite("read_ahead", &Config::read_ahead)
       .def_readwrite("max_fault_events", &Config::max_fault_events)
       .def_readwrite("direct_io", &Config::direct_io)
