@@ -249,7 +249,7 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
 
 def table_rows(path) -> pd.DataFrame:
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(path, dtype={"repeats": str})  # one run's value, or several joined by ";"
     except (FileNotFoundError, pd.errors.EmptyDataError):
         return pd.DataFrame()
 

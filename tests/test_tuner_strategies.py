@@ -8,8 +8,9 @@ OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_wate
            "read_ahead": 4}
 # machine-independent: the same defaults and thread ranges whatever the cores
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "confirm.rounds=0",
-          "noise.defaults_runs=1", "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2", "space.fillers={min:1,max:8,factor:2}",
-          "space.evictors={min:1,max:8,factor:2}"]
+          "noise.defaults_runs=1", "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
+          "space.fillers={min:1,max:8,factor:2}",
+          "space.evictors={min:1,max:8,factor:2}", "space.evict_retain=0"]
 DEFAULTS_SECONDS = 0.001 * 12.711111  # the synthetic workload's slowdown at the defaults
 
 
