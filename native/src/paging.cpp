@@ -151,7 +151,7 @@ void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillReq
   // every thread waiting on the page and every later access, until the page is evicted.
   if (uffd_.has_poison() && uffd_.poison(address, region.page_size) == 0) {
     region.set_state(page, PageState::kPoisoned);
-    buffer_.policy().on_fill(PageRef{region.shared_from_this(), page});
+    buffer_.policy().queue_for_eviction(PageRef{region.shared_from_this(), page});
     return;
   }
   // Without it (before Linux 6.6) the page stays absent: the faulting thread gets the signal, and
@@ -276,7 +276,7 @@ std::size_t Paging::evict(std::size_t most) {
     if (region.track_writes) {
       if (int err = write_back_locked(region, victim->page, KeepResident::kYes); err != 0) {
         report_eviction_failure(err);
-        buffer_.policy().on_kept(std::move(*victim));
+        buffer_.policy().queue_for_eviction(std::move(*victim));
         break;
       }
     }
@@ -299,7 +299,7 @@ std::size_t Paging::evict(std::size_t most) {
       if (err && *err != 0) {
         report_eviction_failure(*err);
         region.set_state(victim.page, PageState::kDirty);
-        buffer_.policy().on_kept(std::move(victim));
+        buffer_.policy().queue_for_eviction(std::move(victim));
         continue;
       }
       moved_out = err.has_value();
@@ -308,7 +308,7 @@ std::size_t Paging::evict(std::size_t most) {
       // Written since (or never write-protected): write it back now, as it goes.
       if (int err = write_back_locked(region, victim.page, KeepResident::kNo); err != 0) {
         report_eviction_failure(err);
-        buffer_.policy().on_kept(std::move(victim));
+        buffer_.policy().queue_for_eviction(std::move(victim));
         continue;
       }
       region.set_state(victim.page, PageState::kEvicting);

@@ -14,8 +14,9 @@ class EvictionPolicy {
  public:
   virtual ~EvictionPolicy() = default;
   virtual void on_fill(PageRef page) = 0;
-  // A victim that could not be evicted now (e.g. its write-back failed) goes back in.
-  virtual void on_kept(PageRef page) = 0;
+  // Queues a page in fill order, never among the retained: a victim that could not be evicted now (its
+  // write-back failed) and a poisoned page, whose marker must go at the next eviction.
+  virtual void queue_for_eviction(PageRef page) = 0;
   // The next page to evict, or nothing when no page is resident. A victim may be stale (evicted or
   // unmapped since): the caller checks its state.
   virtual std::optional<PageRef> next_victim() = 0;

@@ -18,9 +18,9 @@ class FifoPolicy final : public EvictionPolicy {
     else
       queue_.push_back(std::move(page));
   }
-  // A victim kept back (its write-back failed) waits in the queue, retained or not: its slot among the
-  // retained goes to the next page filled.
-  void on_kept(PageRef page) override {
+  // A victim kept back waits in the queue, retained before or not: its place among the retained goes to the
+  // next page filled.
+  void queue_for_eviction(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(page));
   }
