@@ -87,16 +87,25 @@ def traversal(level: np.ndarray, offsets: np.ndarray, page_bytes: int) -> list[i
     return order
 
 
-def fifo(order: list[int], capacity: int, recency: bool = False) -> int:
+def fifo(order: list[int], capacity: int, recency: bool = False, retained_share: float = 0.0) -> int:
+    """FIFO (LRU with ``recency``); with ``retained_share``, the pager's evict_retain: the first pages filled keep
+    that share of the buffer for good."""
+    retained_budget = int(capacity * retained_share)
+    retained: set[int] = set()
     resident: OrderedDict[int, None] = OrderedDict()
     misses = 0
     for page in order:
+        if page in retained:
+            continue
         if page in resident:
             if recency:
                 resident.move_to_end(page)
             continue
         misses += 1
-        if len(resident) >= capacity:
+        if len(retained) < retained_budget:
+            retained.add(page)
+            continue
+        if len(resident) >= capacity - retained_budget:
             resident.popitem(last=False)
         resident[page] = None
     return misses
@@ -123,25 +132,6 @@ def random_replacement(order: list[int], capacity: int) -> int:
     return misses
 
 
-def retain_first(order: list[int], capacity: int, retained_share: float) -> int:
-    """The pager's FIFO with evict_retain: the first pages filled keep a share of the buffer for good."""
-    retained_budget = int(capacity * retained_share)
-    retained: set[int] = set()
-    queue: OrderedDict[int, None] = OrderedDict()
-    misses = 0
-    for page in order:
-        if page in retained or page in queue:
-            continue
-        misses += 1
-        if len(retained) < retained_budget:
-            retained.add(page)
-            continue
-        if len(queue) >= capacity - retained_budget:
-            queue.popitem(last=False)
-        queue[page] = None
-    return misses
-
-
 def belady(order: list[int], capacity: int) -> int:
     never = len(order)
     next_use, seen = [never] * len(order), {}
@@ -164,7 +154,7 @@ def belady(order: list[int], capacity: int) -> int:
 
 
 POLICIES = {"fifo": fifo, "lru": lru, "random": random_replacement,
-            **{f"retain {share}%": (lambda o, c, s=share: retain_first(o, c, s / 100)) for share in (50, 70, 85)},
+            **{f"retain {share}%": (lambda o, c, s=share: fifo(o, c, retained_share=s / 100)) for share in (50, 70, 85)},
             "belady": belady}
 
 
