@@ -172,8 +172,8 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
             assert config.baseline.page_size == os.sysconf("SC_PAGE_SIZE")
             assert config.baseline.fillers == config.baseline.evictors == os.cpu_count()
             assert config.baseline.read_ahead == 0 and config.baseline.direct_io == 0
-        if step.workload in plan.lookups:
-            assert f"--lookups {plan.lookups[step.workload]}" in config.workload.command
+        if step.workload in plan.run_lengths:
+            assert plan.run_lengths[step.workload] in config.workload.command
         if step.workload != "bfs":  # MiB of data, several times the buffer (bfs's size is a scale)
             assert size.size * 2**20 >= 3 * size.buffer_bytes, step.label
     for workload in plan.workloads:

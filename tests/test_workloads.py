@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,8 @@ CASES = [
     ("stream", ["stream", "--size-mib", "6", "--iterations", "2"]),
     ("lookup_binsearch", ["lookup", "--benchmark", "binsearch", "--size-mib", "4", "--lookups", "5000"]),
     ("lookup_hash", ["lookup", "--benchmark", "hash", "--size-mib", "4", "--lookups", "5000"]),
+    ("lookup_time_boxed", ["lookup", "--benchmark", "binsearch", "--size-mib", "4", "--seconds", "0.3"]),
+    ("kv_readrandom_time_boxed", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--seconds", "0.3"]),
     ("numpy_gather", ["numpy_gather.py", "--size-mib", "4", "--gathers", "20000"]),
 ]
 
@@ -125,6 +128,16 @@ def test_bfs_answer_is_independent_of_threads(data_dir):
     assert one == two
 
 
+def test_a_time_boxed_run_lasts_its_seconds(data_dir):
+    args = ["--benchmark", "binsearch", "--size-mib", "4", "--data-dir", str(data_dir), "--threads", "2", "--mmap"]
+    assert run("lookup", *args, "--generate").returncode == 0
+    started = time.monotonic()
+    line = result_line(run("lookup", *args, "--seconds", "1"))
+    assert time.monotonic() - started >= 1.0
+    assert line["check"] == "ok" and line["checksum"] == "binsearch time-boxed, every lookup checked"
+    assert line["value"] >= 64, "at least a chunk of lookups a thread in the second"
+
+
 @pytest.mark.parametrize("program", NATIVE)
 def test_unknown_option_is_a_usage_error(program):
     proc = run(program, "--no-such-option", "1")
@@ -142,6 +155,8 @@ def test_unknown_option_is_a_usage_error(program):
     ("stream", ["--iterations", "0"], "--iterations"),
     ("lookup", ["--threads", "0"], "--threads"),
     ("lookup", ["--lookups"], "--lookups"),
+    ("lookup", ["--seconds", "-1"], "--seconds"),
+    ("kv", ["--benchmark", "readseq", "--seconds", "1"], "--seconds"),
 ])
 def test_bad_value_names_the_option(program, args, named, tmp_path):
     proc = run(program, *args, "--data-dir", str(tmp_path))

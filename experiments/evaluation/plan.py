@@ -97,18 +97,19 @@ SIZES[REAL_QUICK] = {
     "bfs": {SMALL: Size(13, "256KiB"), LARGE: Size(14, "512KiB"), MEMORY: Size(14, "64MiB")},
 }
 
-# lookups a run of the random-access workloads (their configs' counts take tens of seconds a run out of core
-# here); pinned, so the evaluation's commands do not change with the configs
-LOOKUPS = {"full": {"kv_readrandom": 5000, "lookup": 2000}, "quick": {"kv_readrandom": 500, "lookup": 200},
-           # real: a lookup out of core costs a few random 4 KiB-1 MiB reads (the B-tree's and the binary search's
-           # upper levels stay in the buffer), 0.05-10 ms here: 20-60 s a run at our defaults (lookup 23 s,
-           # lmdb_readrandom about 20 s; 100,000 LMDB lookups took 100 s a run, and Ax hours)
-           REAL: {"lmdb_readrandom": 20000, "lookup": 5000},
-           REAL_QUICK: {"lmdb_readrandom": 500, "lookup": 200}}
+# what a run of the random-access workloads does instead of their configs' lookup counts (tens of seconds a run
+# out of core here); pinned, so the evaluation's commands do not change with the configs. The real run time-boxes
+# them: a lookup out of core costs a few random 4 KiB-1 MiB reads, 0.05-10 ms here, so a count that gives the
+# tuned pager 10 s gives our 1 MiB defaults minutes a run (lookup: 5,000 lookups took 2 s tuned and 24 s at our
+# defaults), while 10 s of lookups is 10 s whatever the parameters
+RUN_LENGTHS = {"full": {"kv_readrandom": "--lookups 5000", "lookup": "--lookups 2000"},
+               "quick": {"kv_readrandom": "--lookups 500", "lookup": "--lookups 200"},
+               REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10"},
+               REAL_QUICK: {"lmdb_readrandom": "--lookups 500", "lookup": "--lookups 200"}}
 
 # rough seconds of one run of the defaults at the real sizes, for the time estimate printed before a run
-RUN_SECONDS = {"sort": 60, "bfs": 60, "lmdb_readseq": 20, "lmdb_readrandom": 40, "lmdb_readreverse": 30,
-               "lookup": 30, "stream": 40, "numpy_gather": 30}
+RUN_SECONDS = {"sort": 60, "bfs": 60, "lmdb_readseq": 20, "lmdb_readrandom": 15, "lmdb_readreverse": 30,
+               "lookup": 15, "stream": 40, "numpy_gather": 30}
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class Plan:
     workloads: tuple[str, ...]
     sizes: dict[str, dict[str, Size]]
     budget: Budget
-    lookups: dict[str, int]
+    run_lengths: dict[str, str]  # a workload's "--lookups N" in its commands becomes this
     steps: list[StudySpec | KernelSpec | LlnlSpec] = field(default_factory=list)
     log: str = "steps.csv"  # each step's outcome, in the output directory
 
@@ -235,7 +236,7 @@ def confirmations(workload: str, scale: str, budget: Budget) -> list[StudySpec]:
 
 
 def make_plan(mode: str, workloads: tuple[str, ...] = WORKLOADS, budget: Budget | None = None) -> Plan:
-    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], LOOKUPS[mode])
+    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], RUN_LENGTHS[mode])
     small = {w: searches(w, SMALL, plan.budget) for w in workloads}
     large = {w: searches(w, LARGE, plan.budget) for w in workloads}
     repeats = plan.budget.confirm_repeats
@@ -254,7 +255,7 @@ def make_plan(mode: str, workloads: tuple[str, ...] = WORKLOADS, budget: Budget 
 
 def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS, budget: Budget | None = None) -> Plan:
     """The evaluation at real sizes (mode ``real``), or its steps at the quick sizes (``real-quick``)."""
-    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], LOOKUPS[mode])
+    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], RUN_LENGTHS[mode])
     budget, repeats = plan.budget, plan.budget.confirm_repeats
     tuned = {w: [s for s in plan.scales(w) if s != SMALL] for w in workloads}
     for w in workloads:

@@ -51,13 +51,12 @@ def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
 
 
 def compose_workload(workload: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
-    """The tuner's configuration for ``overrides``, with the plan's lookup count in the workload's commands."""
+    """The tuner's configuration for ``overrides``, with the plan's run length in the workload's commands."""
     config, choices = compose(overrides)
-    if workload in plan.lookups:
+    if workload in plan.run_lengths:
         with open_dict(config):
             for key in ("command", "mmap_command"):
-                config.workload[key] = re.sub(r"--lookups \d+", f"--lookups {plan.lookups[workload]}",
-                                              config.workload[key])
+                config.workload[key] = re.sub(r"--lookups \d+", plan.run_lengths[workload], config.workload[key])
     return config, choices
 
 

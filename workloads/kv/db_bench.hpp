@@ -16,6 +16,7 @@ struct DbBench {
   std::uint64_t size_mib = 0;
   KvLayout layout;
   std::uint64_t operations = 0;  // records read by a scan, or lookups
+  double seconds = 0;            // readrandom: look up for this long, as many as fit (0: `operations`)
 
   bool random() const { return benchmark == "readrandom"; }
   bool reverse() const { return benchmark == "readreverse"; }
@@ -25,12 +26,18 @@ struct DbBench {
 struct Tally {
   std::uint64_t value_sum = 0;
   std::uint64_t errors = 0;
+  Tally& operator+=(const Tally& other) {
+    value_sum += other.value_sum;
+    errors += other.errors;
+    return *this;
+  }
 };
 
 void add_db_bench_options(Options& options, const std::string& size_help);
 // Throws UsageError naming the bad option.
 DbBench read_db_bench_options(const Options& options);
-// The result of `bench.operations` reads in `seconds`.
-Result db_bench_result(const DbBench& bench, double seconds, const Tally& tally, const std::string& stats);
+// The result of `operations` reads in `seconds`.
+Result db_bench_result(const DbBench& bench, std::uint64_t operations, double seconds, const Tally& tally,
+                       const std::string& stats);
 
 }  // namespace workloads

@@ -13,6 +13,7 @@
 #include "db_bench.hpp"
 #include "kv_file.hpp"
 #include "mapping.hpp"
+#include "operations.hpp"
 #include "random.hpp"
 #include "workload.hpp"
 
@@ -78,24 +79,16 @@ Tally scan(const Store& store, bool reverse) {
 
 // readrandom: lookup j searches the key of record mix64(seed + j) mod records (the same lookups for any
 // thread count).
-Tally lookups(const Store& store, std::uint64_t count) {
-  std::uint64_t value_sum = 0, errors = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : value_sum, errors)
-  for (std::uint64_t j = 0; j < count; ++j) {
-    const std::uint64_t wanted = mix64(kQuerySeed + j) % store.layout.records;
-    char key[kKeyBytes];
-    make_key(wanted, key);
-    const std::uint64_t found = store.find(key);
-    if (found != wanted) {
-      ++errors;
-      continue;
-    }
-    Tally tally;
-    read_record(store, found, tally);
-    value_sum += tally.value_sum;
-    errors += tally.errors;
+void lookup(const Store& store, std::uint64_t j, Tally& tally) {
+  const std::uint64_t wanted = mix64(kQuerySeed + j) % store.layout.records;
+  char key[kKeyBytes];
+  make_key(wanted, key);
+  const std::uint64_t found = store.find(key);
+  if (found != wanted) {
+    ++tally.errors;
+    return;
   }
-  return {value_sum, errors};
+  read_record(store, found, tally);
 }
 
 Result run(const Options& options, const Settings& settings) {
@@ -114,10 +107,14 @@ Result run(const Options& options, const Settings& settings) {
   MappedFile data(files.data, /*writable=*/false, settings.backend);
   MappedFile index(files.index, /*writable=*/false, settings.backend);
   const Store store{data.as<const char>(), index.as<const char>(), layout};
+  const auto looker = [&] { return [&](std::uint64_t j, Tally& tally) { lookup(store, j, tally); }; };
+  Tally tally;
   Stopwatch timer;
-  const Tally tally = bench.random() ? lookups(store, bench.operations) : scan(store, bench.reverse());
+  std::uint64_t operations = bench.operations;
+  if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, looker);
+  else tally = scan(store, bench.reverse());
   const double seconds = timer.seconds();
-  return db_bench_result(bench, seconds, tally, pager_statistics_json(settings.backend));
+  return db_bench_result(bench, operations, seconds, tally, pager_statistics_json(settings.backend));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "datafile.hpp"
 #include "db_bench.hpp"
 #include "kv_file.hpp"
+#include "operations.hpp"
 #include "random.hpp"
 #include "workload.hpp"
 
@@ -150,32 +151,35 @@ Tally scan(const Environment& db, const KvLayout& layout, bool reverse) {
 }
 
 // readrandom: lookup j gets the key of record mix64(seed + j) mod records (the same lookups for any
-// thread count).
-Tally lookups(const Environment& db, const KvLayout& layout, std::uint64_t count) {
-  std::uint64_t value_sum = 0, errors = 0;
-#pragma omp parallel reduction(+ : value_sum, errors)
-  {
-    MDB_txn* txn = nullptr;
-    const bool open = mdb_txn_begin(db.env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS;
-#pragma omp for schedule(dynamic, 256)
-    for (std::uint64_t j = 0; j < count; ++j) {
-      const std::uint64_t wanted = mix64(kQuerySeed + j) % layout.records;
-      char key_bytes[kKeyBytes];
-      make_key(wanted, key_bytes);
-      MDB_val key{kKeyBytes, key_bytes}, data{};
-      if (!open || mdb_get(txn, db.dbi, &key, &data) != MDB_SUCCESS) {
-        ++errors;
-        continue;
-      }
-      Tally tally;
-      tally_record(wanted, key, data, layout.value_bytes, tally);
-      value_sum += tally.value_sum;
-      errors += tally.errors;
-    }
-    if (open) mdb_txn_abort(txn);
+// thread count), in a read transaction of its thread.
+class Reader {
+ public:
+  Reader(const Environment& db, const KvLayout& layout)
+      : db_(db), layout_(layout), open_(mdb_txn_begin(db.env, nullptr, MDB_RDONLY, &txn_) == MDB_SUCCESS) {}
+  ~Reader() {
+    if (open_) mdb_txn_abort(txn_);
   }
-  return {value_sum, errors};
-}
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
+  void operator()(std::uint64_t j, Tally& tally) const {
+    const std::uint64_t wanted = mix64(kQuerySeed + j) % layout_.records;
+    char key_bytes[kKeyBytes];
+    make_key(wanted, key_bytes);
+    MDB_val key{kKeyBytes, key_bytes}, data{};
+    if (!open_ || mdb_get(txn_, db_.dbi, &key, &data) != MDB_SUCCESS) {
+      ++tally.errors;
+      return;
+    }
+    tally_record(wanted, key, data, layout_.value_bytes, tally);
+  }
+
+ private:
+  const Environment& db_;
+  const KvLayout& layout_;
+  MDB_txn* txn_ = nullptr;
+  const bool open_;
+};
 
 // The pager's statistics when the preload library serves this process's mappings, else empty.
 std::string preload_statistics() {
@@ -208,10 +212,13 @@ Result run(const Options& options, const Settings& settings) {
     throw DataError("the database in " + directory + " holds " + std::to_string(stat.ms_entries) + " records, not " +
                     std::to_string(layout.records) + "; remove it and make it again with --generate");
 
+  Tally tally;
   Stopwatch timer;
-  const Tally tally = bench.random() ? lookups(db, layout, bench.operations) : scan(db, layout, bench.reverse());
+  std::uint64_t operations = bench.operations;
+  if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, [&] { return Reader(db, layout); });
+  else tally = scan(db, layout, bench.reverse());
   const double seconds = timer.seconds();
-  Result result = db_bench_result(bench, seconds, tally, preload_statistics());
+  Result result = db_bench_result(bench, operations, seconds, tally, preload_statistics());
   result.mode = result.stats.empty() ? "mmap" : "preload";
   return result;
 }

@@ -1,7 +1,7 @@
 // lookup: DI-MMAP's lookup micro-benchmarks over mapped data: binary search of a sorted vector of keys
 // (--benchmark binsearch) and probes of an open-addressing hash table (--benchmark hash). Lookup j asks
 // for the key of entry mix64(seed + j) mod entries (the same keys for any thread count) and checks
-// what it finds. Metric: lookups per second.
+// what it finds. A run makes --lookups of them, or as many as fit in --seconds. Metric: lookups per second.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -9,6 +9,7 @@
 #include "datafile.hpp"
 #include "lookup_data.hpp"
 #include "mapping.hpp"
+#include "operations.hpp"
 #include "workload.hpp"
 
 using namespace workloads;
@@ -20,34 +21,29 @@ constexpr std::uint64_t kQuerySeed = 0x100c0b;
 struct Tally {
   std::uint64_t sum = 0;  // of the positions (binsearch) or values (hash) found
   std::uint64_t errors = 0;
+  Tally& operator+=(const Tally& other) {
+    sum += other.sum;
+    errors += other.errors;
+    return *this;
+  }
 };
 
-Tally binary_searches(const std::uint64_t* keys, std::uint64_t entries, std::uint64_t lookups) {
-  std::uint64_t sum = 0, errors = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : sum, errors)
-  for (std::uint64_t j = 0; j < lookups; ++j) {
-    const std::uint64_t entry = mix64(kQuerySeed + j) % entries;
-    const std::uint64_t position = std::lower_bound(keys, keys + entries, key_of(entry)) - keys;
-    errors += position != entry;
-    sum += position;
-  }
-  return {sum, errors};
+void binary_search(const std::uint64_t* keys, std::uint64_t entries, std::uint64_t j, Tally& tally) {
+  const std::uint64_t entry = mix64(kQuerySeed + j) % entries;
+  const std::uint64_t position = std::lower_bound(keys, keys + entries, key_of(entry)) - keys;
+  tally.errors += position != entry;
+  tally.sum += position;
 }
 
-Tally hash_probes(const HashSlot* slots, const HashTable& table, std::uint64_t lookups) {
-  std::uint64_t sum = 0, errors = 0;
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : sum, errors)
-  for (std::uint64_t j = 0; j < lookups; ++j) {
-    const std::uint64_t key = key_of(mix64(kQuerySeed + j) % table.entries);
-    std::uint64_t slot = home_slot(key, table.capacity);
-    for (std::uint64_t probes = 0; slots[slot].key != key && slots[slot].key != 0 && probes < table.capacity; ++probes) {
-      slot = (slot + 1) & (table.capacity - 1);
-    }
-    const bool found = slots[slot].key == key;
-    errors += !found || slots[slot].value != value_of(key);
-    sum += found ? slots[slot].value : 0;
+void hash_probe(const HashSlot* slots, const HashTable& table, std::uint64_t j, Tally& tally) {
+  const std::uint64_t key = key_of(mix64(kQuerySeed + j) % table.entries);
+  std::uint64_t slot = home_slot(key, table.capacity);
+  for (std::uint64_t probes = 0; slots[slot].key != key && slots[slot].key != 0 && probes < table.capacity; ++probes) {
+    slot = (slot + 1) & (table.capacity - 1);
   }
-  return {sum, errors};
+  const bool found = slots[slot].key == key;
+  tally.errors += !found || slots[slot].value != value_of(key);
+  tally.sum += found ? slots[slot].value : 0;
 }
 
 DataError missing(const std::string& path) {
@@ -57,7 +53,8 @@ DataError missing(const std::string& path) {
 Result run(const Options& options, const Settings& settings) {
   const std::string benchmark = options.choice("benchmark", {"binsearch", "hash"});
   const std::uint64_t size_mib = options.integer("size-mib", 1, 1ULL << 22);
-  const std::uint64_t lookups = options.integer("lookups", 1);
+  const std::uint64_t count = options.integer("lookups", 1);
+  const double for_seconds = options.real("seconds", 0, 86400);
   const SortedKeys keys = sorted_keys(settings.data_dir, size_mib);
   const HashTable table = hash_table(settings.data_dir, size_mib);
   const bool binsearch = benchmark == "binsearch";
@@ -69,14 +66,23 @@ Result run(const Options& options, const Settings& settings) {
 
   Result result{"lookups/s", 0, "maximize", "ok", "", ""};
   MappedFile file(binsearch ? keys.path : table.path, /*writable=*/false, settings.backend);
+  const auto* sorted = file.as<const std::uint64_t>();
+  const auto* slots = file.as<const HashSlot>();
+  const auto lookup = [&] {
+    return [&](std::uint64_t j, Tally& tally) {
+      if (binsearch) binary_search(sorted, keys.entries, j, tally); else hash_probe(slots, table, j, tally);
+    };
+  };
+  Tally tally;
   Stopwatch timer;
-  const Tally tally = binsearch ? binary_searches(file.as<const std::uint64_t>(), keys.entries, lookups)
-                                : hash_probes(file.as<const HashSlot>(), table, lookups);
+  const std::uint64_t lookups = run_operations(count, for_seconds, tally, lookup);
   const double seconds = timer.seconds();
   result.stats = pager_statistics_json(settings.backend);
   result.value = lookups / seconds;
   if (tally.errors != 0) result.check = std::to_string(tally.errors) + " of " + std::to_string(lookups) + " lookups wrong";
-  result.checksum = benchmark + " " + std::to_string(lookups) + " found " + std::to_string(tally.sum);
+  // A time-boxed run's count and sum differ from run to run; each of its lookups checked its own answer.
+  result.checksum = for_seconds > 0 ? benchmark + " time-boxed, every lookup checked"
+                                    : benchmark + " " + std::to_string(lookups) + " found " + std::to_string(tally.sum);
   return result;
 }
 
@@ -87,5 +93,6 @@ int main(int argc, char** argv) {
   options.add("benchmark", "binsearch", "binsearch or hash");
   options.add("size-mib", "512", "size of the vector or table in MiB");
   options.add("lookups", "100000", "number of lookups");
+  options.add("seconds", "0", "look up for this many seconds, as many as fit, instead of --lookups (0: --lookups)");
   return workload_main(options, argc, argv, run);
 }
