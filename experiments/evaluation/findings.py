@@ -118,8 +118,8 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
         text = (f"{tuned.confirmed_speedup:.2f}x (rounds {tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f}x, "
                 f"{tuned.method})")
         if tuned.confirmed_low < 1 or tuned.confirmed_speedup < WORTH_IT:
-            found.append(f"**{where}: tuning does not clearly pay**: the best confirmed speedup over our "
-                         f"defaults is {text}.")
+            found.append(f"**{where}: tuning does not clearly pay**: the best tuned pager's confirmed speedup "
+                         f"over our defaults is {text}.")
         else:
             found.append(f"{where}: tuned pager over our defaults, confirmed: {text}.")
         for method in (*KERNELS, "llnl"):

@@ -89,9 +89,12 @@ def collect_real(plan: Plan, places: Places) -> pd.DataFrame:
 
 
 def best_tuned(part: pd.DataFrame) -> pd.Series | None:
-    """The search (capped, as the tuner runs) with the best confirmed speedup over our defaults."""
+    """The search (capped, as the tuner runs) whose confirmed winner is best by its own median: searches run on
+    other days may have confirmed over other defaults, so their speedups do not compare."""
     tuned = part[part.method.isin(REAL_METHODS)].dropna(subset=["confirmed_speedup"])
-    return None if tuned.empty else tuned.loc[tuned.confirmed_speedup.idxmax()]
+    if tuned.empty:
+        return None
+    return Goal.parse(tuned.goal.iloc[0]).best((row for _, row in tuned.iterrows()), key=lambda row: row.value)
 
 
 def against(tuned: pd.Series, reference: pd.Series | None) -> tuple[float, float, float] | None:
