@@ -338,13 +338,20 @@ int Paging::release_region(Region& region) {
   int first_error = 0;
   std::vector<iovec> released;  // dropped from memory only if the region stays (munmap does it otherwise)
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
-    // A read in flight ends soon (its filler sees the region closing and drops the page), and so
-    // does an eviction.
-    region.wait_while_in_transit(page);
-    if (region.state(page) == PageState::kAbsent) continue;
-    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
-    const PageState state = region.state(page);
-    if (state == PageState::kAbsent) continue;
+    // A read in flight ends soon (its filler sees the region closing, drops the page and gives its
+    // slot back), and so does an eviction. A fill claimed just before the region began closing can
+    // start after the wait: its page is the filler's to drop, never this loop's.
+    std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page), std::defer_lock);
+    PageState state = PageState::kAbsent;
+    for (;;) {
+      region.wait_while_in_transit(page);
+      if (region.state(page) == PageState::kAbsent) break;
+      lock.lock();
+      state = region.state(page);
+      if (state != PageState::kFilling && state != PageState::kEvicting) break;
+      lock.unlock();
+    }
+    if (!lock.owns_lock() || state == PageState::kAbsent) continue;
     if (state != PageState::kPoisoned) {
       int err = write_back_locked(region, page, KeepResident::kNo);
       if (err != 0) {  // it stays, dirty

@@ -145,5 +145,36 @@ TEST(Concurrency, ReadAheadWithFewFillersNeverStallsAFault) {
   EXPECT_GT(pager.stats().evictions, 1000u);
 }
 
+// Unmapping while fills are in flight and evictors drop pages: each page's buffer slot is given back
+// once, by whoever drops the page. A slot given back twice would leave the count of resident pages
+// wrapped below zero, and every later fault waiting for a slot for ever.
+TEST(Concurrency, UnmappingWhilePagesComeAndGoGivesEverySlotBackOnce) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 64;
+  testing::ScratchFile file(pages * page, 22);
+  Config config = testing::small_config(page, 8, 2);
+  config.read_ahead = 4;
+  Pager pager(config);
+  testing::HangWatchdog watchdog(60, [&] { return "pager statistics: " + pager.stats().to_json(); });
+  std::vector<std::thread> threads;
+  std::atomic<bool> failed{false};
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 150 && !failed; ++round) {
+        auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+        for (std::uint64_t p = 0; p < pages; ++p) {
+          if (bytes[p * page + 5] != pattern_byte(p * page + 5, 22)) failed = true;
+          bytes[p * page + 6] = pattern_byte(p * page + 6, 22);  // dirty: evicting it writes it back
+        }
+        if (!pager.unmap(bytes)) failed = true;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_FALSE(failed);
+  EXPECT_EQ(pager.stats().resident_pages, 0u);
+}
+
 }  // namespace
 }  // namespace autopager
