@@ -131,7 +131,9 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
 bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
   const unsigned slot = take_slot();
   const auto fill_start = std::chrono::steady_clock::now();
-  const bool filled = paging_.fill(region, page, request, slots_.buffer(slot));
+  // While it waits for a buffer slot, the filler completes its reads in flight: their pages hold slots
+  // too, and an unmap waits for them.
+  const bool filled = paging_.fill(region, page, request, slots_.buffer(slot), [this] { return reserve_slot(); });
   slots_.release(slot);
   if (filled && request.demand) pool_.record_fill_time(nanoseconds_since(fill_start));
   return filled;

@@ -135,7 +135,7 @@ class PagerImpl {
     if (int err = paging_.release_region(*region); err != 0) {
       // Pages that could not be written stay, and so does the region, for the caller to try again
       // (and the exit to report). Faults that came while it was closing wait: wake them.
-      region->closing.store(false);
+      paging_.reopen_region(*region);
       regions_.add(region);
       uffd_.wake(region->base, region->mapped_length());
       errno = err;
@@ -193,7 +193,10 @@ class PagerImpl {
     if (inherited()) return 0;  // nothing of it is mapped in this process
     int first_error = 0;
     for (std::uint64_t page = 0; page < region->page_count; ++page) {
-      if (region->state(page) != PageState::kDirty) continue;
+      // A page in transit may be in its eviction's write-back, which can fail and leave it dirty:
+      // write_back waits for that under the page's lock.
+      const PageState state = region->state(page);
+      if (state != PageState::kDirty && state != PageState::kEvicting) continue;
       int err = paging_.write_back(*region, page);
       if (err != 0 && first_error == 0) first_error = err;
       if (err != 0 && unwritten != nullptr) ++*unwritten;

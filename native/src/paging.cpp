@@ -39,8 +39,9 @@ ssize_t Paging::read_store(Store& store, char* dst, std::size_t n, std::uint64_t
   return got;
 }
 
-bool Paging::fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer) {
-  if (claim(*region, page, request, [this] { return reserve_slot(); }) != Claim::kClaimed) return false;
+bool Paging::fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer,
+                  const std::function<bool()>& reserve) {
+  if (claim(*region, page, request, reserve) != Claim::kClaimed) return false;
   ssize_t got = read_store(*region->store, io_buffer, region->page_size, region->page_offset(page),
                            request.demand ? kReadAttempts : 1);
   return finish(region, page, request, io_buffer, got);
@@ -289,7 +290,7 @@ std::size_t Paging::evict(std::size_t most) {
     PageRef& victim = victims[i];
     Region& region = *victim.region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page));
-    if (!region.resident(victim.page) || region.closing.load()) continue;
+    if (!region.resident(victim.page) || region.closing.load() || region.pinned(victim.page)) continue;
     bool moved_out = false;
     if (!region.track_writes && region.state(victim.page) == PageState::kDirty) {
       // Without write tracking a write can land at any time: take the page out before writing it.
@@ -369,6 +370,13 @@ int Paging::release_region(Region& region) {
   }
   buffer_.policy().forget_region(region);
   return 0;
+}
+
+void Paging::reopen_region(Region& region) {
+  region.closing.store(false);
+  // Pages whose entries are still queued are queued twice: an evictor skips an entry whose page is gone.
+  for (std::uint64_t page = 0; page < region.page_count; ++page)
+    if (region.resident(page)) buffer_.policy().queue_for_eviction(PageRef{region.shared_from_this(), page});
 }
 
 }  // namespace autopager

@@ -38,9 +38,10 @@ class Paging {
       : config_(config), uffd_(uffd), buffer_(buffer), stats_(stats), staging_(uffd, config.page_size) {}
 
   // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
-  // fill waits for a buffer slot, a speculative one (read-ahead, prefetch) gives up when none is free.
-  // Returns true when this call installed the page.
-  bool fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer);
+  // fill waits for a buffer slot through `reserve` (as claim's), a speculative one (read-ahead, prefetch)
+  // gives up when none is free. Returns true when this call installed the page.
+  bool fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer,
+            const std::function<bool()>& reserve);
 
   // A fill in two steps, for reads that complete later. claim() takes a buffer slot (through
   // `reserve`, or only a free one when speculative) and marks the absent page kFilling. kNoRoom: a
@@ -65,8 +66,11 @@ class Paging {
   bool evict_one() { return evict(1) == 1; }
   // Releases every page of a closing region, writing dirty ones back. Returns 0, or the errno of a
   // write-back that failed: then the pages that could not be written stay resident and dirty, every
-  // other page is released, and the region may be opened again (closing cleared) and retried.
+  // other page is released, and the region may be opened again (reopen_region) and retried.
   int release_region(Region& region);
+  // Opens a region whose release failed: clears closing and queues its resident pages for eviction again
+  // (evictors drop the entries of a closing region's pages they come upon).
+  void reopen_region(Region& region);
   // Whether the latest write-back failed (no write-back succeeded since).
   bool write_backs_failing() const { return write_backs_failing_.load(std::memory_order_relaxed); }
 

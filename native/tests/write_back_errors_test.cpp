@@ -1,11 +1,13 @@
 // A write-back that fails is reported and its page kept: flush and unmap (C++ and C) return the error,
 // the page stays resident and dirty until a later write-back succeeds, a normal exit with unwritten
 // pages says so once and fails, and faults on a buffer full of unwritable pages end in SIGBUS instead of
-// waiting forever. A region without write-protect loses no write that races with an eviction. And
-// umap refuses what it cannot serve.
+// waiting forever. A region without write-protect loses no write that races with an eviction, and a
+// flush reports an eviction's failed write-back that it came upon. And umap refuses what it cannot serve.
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 
@@ -213,6 +215,62 @@ TEST(NoWriteProtect, WritesRacingWithEvictionsAreNotLost) {
     lost += got != expected;
   }
   EXPECT_EQ(lost, 0u) << "words whose last write did not reach the file";
+}
+
+// A file whose first page cannot be written while `failing`: each attempt takes a while, as a slow disk's
+// would, and then fails with EIO. Other pages are written as usual.
+class SlowlyFailingFirstPage final : public Store {
+ public:
+  explicit SlowlyFailingFirstPage(const std::string& path) : fd_(open(path.c_str(), O_RDWR | O_CLOEXEC)) {
+    if (fd_ < 0) std::abort();
+  }
+  ~SlowlyFailingFirstPage() override { close(fd_); }
+  ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
+    return pread(fd_, dst, n, static_cast<off_t>(offset));
+  }
+  ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
+    if (offset < system_page_size() && failing.load()) {
+      writing_first_page.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      errno = EIO;
+      return -1;
+    }
+    return pwrite(fd_, src, n, static_cast<off_t>(offset));
+  }
+  std::uint64_t size() const override { return static_cast<std::uint64_t>(lseek(fd_, 0, SEEK_END)); }
+
+  std::atomic<bool> failing{true};
+  std::atomic<bool> writing_first_page{false};
+
+ private:
+  int fd_;
+};
+
+// Without write-protect an evictor writes a page back while the page is in transit (moved out of the
+// region). A flush that comes meanwhile must wait for that write, and when it fails, report it: the page
+// is still dirty.
+TEST(NoWriteProtect, AFlushDuringAFailingEvictionReportsTheFailure) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  ScopedEnv no_write_protect("AUTOPAGER_DISABLE_UFFD_FEATURES", "write_protect");
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 32;
+  ScratchFile file(pages * page, 6);
+  auto store = std::make_shared<SlowlyFailingFirstPage>(file.path());
+  Pager pager(small_config(page, 8));
+  ASSERT_FALSE(pager.has_write_protect());
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(store, pages * page));
+  bytes[11] = 0x42;  // the first page filled: the first evicted
+  for (std::uint64_t p = 1; p < pages && !store->writing_first_page.load(); ++p)
+    ASSERT_EQ(bytes[p * page + 7], pattern_byte(p * page + 7, 6));
+  for (int waited = 0; waited < 500 && !store->writing_first_page.load(); ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(store->writing_first_page.load()) << "no eviction wrote the first page";
+  errno = 0;
+  EXPECT_EQ(pager.flush(), -1);
+  EXPECT_EQ(errno, EIO);
+  store->failing.store(false);
+  ASSERT_TRUE(pager.unmap(bytes));
+  EXPECT_EQ(file.contents()[11], 0x42);
 }
 
 TEST(UmapArguments, AreCheckedUpFront) {
