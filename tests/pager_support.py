@@ -1,7 +1,8 @@
-"""Shared by the tests of the Python arrays and pagers: whether userfaultfd can be used here, and running
-a script in a new interpreter that imports this same autopager."""
+"""Shared by the tests of the Python arrays and pagers: whether userfaultfd can be used here, running
+a script in a new interpreter that imports this same autopager, and a small tmpfs that fills up."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,3 +31,34 @@ def run_python(script, cwd, prefix=(), env=None):
     env = {**os.environ, **(env or {}), "PYTHONPATH": package_root}
     return subprocess.run([*prefix, sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=60)
+
+
+class SmallTmpfs:
+    """A tmpfs of `size` bytes mounted on `directory`, so that writes fail with ENOSPC for real."""
+
+    def __init__(self, directory, size):
+        self.directory = directory
+        directory.mkdir()
+        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
+                                capture_output=True, text=True)
+        self.refused = None if result.returncode == 0 else (result.stderr.strip() or "mount failed")
+
+    def grow(self, size):
+        subprocess.run(["mount", "-o", f"remount,size={size}", str(self.directory)], check=True)
+
+    def unmount(self):
+        if self.refused is None:
+            subprocess.run(["umount", "-l", str(self.directory)], check=False)
+
+
+@contextlib.contextmanager
+def small_tmpfs(directory, size):
+    """A SmallTmpfs for the with-block, unmounted after; the test is skipped, saying why, where none can be
+    mounted."""
+    fs = SmallTmpfs(directory, size)
+    if fs.refused is not None:
+        pytest.skip(f"cannot mount a tmpfs here: {fs.refused}")
+    try:
+        yield fs
+    finally:
+        fs.unmount()

@@ -5,14 +5,13 @@ faulting access instead of hanging, and a file truncated under an array raises S
 import errno
 import os
 import signal
-import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 
 import autopager
-from pager_support import requires_userfaultfd, run_python
+from pager_support import requires_userfaultfd, run_python, small_tmpfs
 
 
 pytestmark = requires_userfaultfd
@@ -20,31 +19,10 @@ pytestmark = requires_userfaultfd
 PAGE = 4096
 
 
-class SmallTmpfs:
-    """A tmpfs of `size` bytes mounted on `directory`, so that writes fail with ENOSPC for real."""
-
-    def __init__(self, directory, size):
-        self.directory = directory
-        directory.mkdir()
-        result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)],
-                                capture_output=True, text=True)
-        self.refused = None if result.returncode == 0 else (result.stderr.strip() or "mount failed")
-
-    def grow(self, size):
-        subprocess.run(["mount", "-o", f"remount,size={size}", str(self.directory)], check=True)
-
-    def unmount(self):
-        if self.refused is None:
-            subprocess.run(["umount", "-l", str(self.directory)], check=False)
-
-
 @pytest.fixture
 def tmpfs(tmp_path):
-    fs = SmallTmpfs(tmp_path / "small", 16 * PAGE)
-    if fs.refused is not None:
-        pytest.skip(f"cannot mount a tmpfs here: {fs.refused}")
-    yield fs
-    fs.unmount()
+    with small_tmpfs(tmp_path / "small", 16 * PAGE) as fs:
+        yield fs
 
 
 def sparse_file(directory, size):

@@ -25,6 +25,7 @@ import pytest
 from autopager.errors import ConfigError
 from autopager.exec import parse, preload_library
 from autopager.workloads import Workload
+from pager_support import small_tmpfs
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
@@ -572,6 +573,42 @@ def test_madvise_mremap_mprotect_and_partial_munmap_on_served_mappings(tmp_path)
     # advice does not. The other mapping of the file unmapped in part stays served.
     served_count, handed = preload_summary(served.stderr)
     assert (served_count, handed) == (4, 3), served.stderr
+
+
+FULL_DISK_SCRIPT = """
+    import ctypes, errno, os, subprocess
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size, page = os.path.getsize("small/data.bin"), 64 << 10
+    fd = os.open("small/data.bin", os.O_RDWR)
+    base = libc.mmap(None, size, 3, 1, fd, 0)                   # PROT_READ | PROT_WRITE, MAP_SHARED
+    for at in range(11, size, page):
+        ctypes.memset(base + at, 7, 1)
+    first = libc.munmap(base, size)                             # the tmpfs has no room for the pages
+    print("first munmap", first, errno.errorcode.get(ctypes.get_errno()))
+    print("still mapped", all(ctypes.string_at(base + at, 1) == b"\\x07" for at in range(11, size, page)))
+    subprocess.run(["mount", "-o", "remount,size=4m", "small"], check=True)
+    print("second munmap", libc.munmap(base, size))
+"""
+
+
+def test_a_munmap_whose_write_back_fails_keeps_the_mapping_for_a_later_munmap(tmp_path):
+    with small_tmpfs(tmp_path / "small", 16 << 10) as fs:
+        path = fs.directory / "data.bin"
+        with open(path, "wb") as file:
+            file.truncate(1 << 20)
+        # Pages of 4 KiB: each write-back fits the tmpfs whole or fails with ENOSPC, never in part.
+        settings = [s for s in SETTINGS if not s.startswith(("buffer_size", "page_size"))] + [
+            "buffer_size=4MiB", "page_size=4KiB"]
+        proc = run_python(FULL_DISK_SCRIPT, tmp_path, transparent=True, settings=settings)
+        assert proc.stdout.splitlines() == ["first munmap -1 ENOSPC", "still mapped True", "second munmap 0"], \
+            proc.stderr
+        assert "it stays mapped" in proc.stderr
+        data = path.read_bytes()
+        assert all(data[at] == 7 for at in range(11, len(data), 64 << 10))
+        assert data.count(0) == len(data) - len(data) // (64 << 10)
 
 
 # --- `autopager exec` and the tuner ---------------------------------------------------------------------

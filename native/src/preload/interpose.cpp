@@ -50,7 +50,8 @@ __attribute__((visibility("default"))) void* mmap(void* address, size_t length, 
                                                   off_t offset) {
   if (inside) return kernel().mmap(address, length, prot, flags, fd, offset);
   Inside guard;
-  if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED) table().before_fixed(address, length);
+  if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED && !table().before_fixed(address, length))
+    return MAP_FAILED;
   if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) return kernel().mmap(address, length, prot, flags, fd, offset);
   return table().mmap(address, length, prot, flags, fd, offset);
 }
@@ -95,8 +96,8 @@ __attribute__((visibility("default"))) void* mremap(void* address, size_t old_le
   }
   if (!inside) {
     Inside guard;
-    table().before_remap(address);
-    if ((flags & MREMAP_FIXED) != 0) table().before_fixed(new_address, new_length);
+    if (!table().before_remap(address)) return MAP_FAILED;
+    if ((flags & MREMAP_FIXED) != 0 && !table().before_fixed(new_address, new_length)) return MAP_FAILED;
   }
   return kernel().mremap(address, old_length, new_length, flags, new_address);
 }

@@ -233,14 +233,22 @@ std::vector<ServedMappings::Served*> ServedMappings::of_file_locked(const struct
   return found;
 }
 
-void ServedMappings::hand_over_locked(Served& served, const char* why) {
+bool ServedMappings::hand_over_locked(Served& served, const char* why) {
   Pager* pager = pager_.load();
-  if (!pager->hand_over(served.base, [&] { return map_over_with_kernel(served); }))
-    std::fprintf(stderr, "autopager preload: handing %s to the kernel (%s) failed: %s\n", served.path.c_str(), why,
-                 std::strerror(errno));
+  if (!pager->hand_over(served.base, [&] { return map_over_with_kernel(served); })) {
+    const int error = errno;
+    const bool stays = pager->region_base(served.base) == served.base;
+    std::fprintf(stderr, "autopager preload: handing %s to the kernel (%s) failed: %s%s\n", served.path.c_str(), why,
+                 std::strerror(error), stays ? "; the pager keeps serving it" : "");
+    if (stays) {
+      errno = error;
+      return false;
+    }
+  }
   kernel_files_.insert({served.device, served.inode});
   ++handed_over_;
   forget_locked(served);
+  return true;
 }
 
 bool ServedMappings::may_concern_served(void* address, size_t length, char*& begin, char*& end) const {
@@ -260,15 +268,17 @@ int ServedMappings::munmap(void* address, size_t length) {
     if (served->base >= begin && served->base + served->span <= end) {
       char* base = served->base;
       std::size_t mapped = served->mapped;
-      if (!pager_.load()->unmap(base)) {
+      if (pager_.load()->unmap(base)) {
+        forget_locked(*served);
+      } else {  // its pages stay mapped, for a later munmap to write
         error = errno;
-        std::fprintf(stderr, "autopager preload: writing back %s at munmap failed: %s\n", served->path.c_str(),
-                     std::strerror(error));
+        std::fprintf(stderr, "autopager preload: writing back %s at munmap failed: %s; it stays mapped\n",
+                     served->path.c_str(), std::strerror(error));
       }
-      forget_locked(*served);
       released.emplace_back(base, base + mapped);
-    } else {
-      hand_over_locked(*served, "part of it is unmapped");
+    } else if (!hand_over_locked(*served, "part of it is unmapped")) {
+      if (error == 0) error = errno;
+      released.emplace_back(served->base, served->base + served->mapped);
     }
   }
   int result = for_each_gap(begin, end, released, [](char* at, std::size_t n) { return kernel().munmap(at, n); });
@@ -318,7 +328,9 @@ int ServedMappings::madvise(void* address, size_t length, int advice) {
   for (Served* served : overlapping_locked(begin, end)) {
     // MADV_DONTNEED drops a private mapping's own writes.
     if (!keeps_contents(advice) || (advice == MADV_DONTNEED && served->private_writes)) {
-      hand_over_locked(*served, "advice that changes its contents");
+      // Kept by the pager, its pages must not be dropped under it: the advice is not taken.
+      if (!hand_over_locked(*served, "advice that changes its contents"))
+        kept.emplace_back(served->base, served->base + served->mapped);
       continue;
     }
     kept.emplace_back(served->base, served->base + served->mapped);
@@ -334,18 +346,26 @@ int ServedMappings::madvise(void* address, size_t length, int advice) {
   return for_each_gap(begin, end, kept, [&](char* at, std::size_t n) { return kernel().madvise(at, n, advice); });
 }
 
-void ServedMappings::before_remap(void* address) {
-  if (count_.load() == 0) return;
+bool ServedMappings::before_remap(void* address) {
+  if (count_.load() == 0) return true;
   char* at = static_cast<char*>(address);
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Served* served : overlapping_locked(at, at + 1)) hand_over_locked(*served, "it is remapped");
+  int error = 0;
+  for (Served* served : overlapping_locked(at, at + 1))
+    if (!hand_over_locked(*served, "it is remapped") && error == 0) error = errno;
+  if (error != 0) errno = error;
+  return error == 0;
 }
 
-void ServedMappings::before_fixed(void* address, size_t length) {
+bool ServedMappings::before_fixed(void* address, size_t length) {
   char *begin, *end;
-  if (!may_concern_served(address, length, begin, end)) return;
+  if (!may_concern_served(address, length, begin, end)) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Served* served : overlapping_locked(begin, end)) hand_over_locked(*served, "a mapping with MAP_FIXED replaces it");
+  int error = 0;
+  for (Served* served : overlapping_locked(begin, end))
+    if (!hand_over_locked(*served, "a mapping with MAP_FIXED replaces it") && error == 0) error = errno;
+  if (error != 0) errno = error;
+  return error == 0;
 }
 
 void ServedMappings::before_write(int fd) {

@@ -35,11 +35,12 @@ class ServedMappings {
   int msync(void* address, size_t length, int flags);
   int mprotect(void* address, size_t length, int prot);
   int madvise(void* address, size_t length, int advice);
-  // Before the kernel moves or resizes a mapping at `address`.
-  void before_remap(void* address);
+  // Before the kernel moves or resizes a mapping at `address`. False, with errno, when a served mapping
+  // there stays with the pager (its pages could not be written back): the call must fail.
+  bool before_remap(void* address);
   // Before a mapping with MAP_FIXED (or a move) onto [address, address + length): served mappings there
-  // go to the kernel, whose mapping the new one then replaces.
-  void before_fixed(void* address, size_t length);
+  // go to the kernel, whose mapping the new one then replaces. False, with errno, as before_remap.
+  bool before_fixed(void* address, size_t length);
   // Before a write() or truncation of `fd`'s file: its served mappings go to the kernel.
   void before_write(int fd);
   // Before a read() of `fd`'s file: its served writable mappings go to the kernel, so that the read
@@ -86,7 +87,9 @@ class ServedMappings {
   Pager* pager_locked();
   std::vector<Served*> overlapping_locked(const char* begin, const char* end);
   bool map_over_with_kernel(const Served& served) const;
-  void hand_over_locked(Served& served, const char* why);
+  // Gives a served mapping to the kernel. False, with errno, when the pager could not write its pages
+  // back: then it stays served, so that nothing else of the process reaches the pager's range.
+  bool hand_over_locked(Served& served, const char* why);
   void forget_locked(const Served& served);
   // Writes back every writable served mapping; `when` names the moment in messages.
   void flush_locked(const char* when);
