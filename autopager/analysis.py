@@ -91,6 +91,12 @@ class StudyResult:
             return None
         return {name: int(best[name]) for name in PARAMETERS if pd.notna(best[name])}
 
+    def default_params(self) -> dict[str, int]:
+        """The parameters of the defaults' first run, as its row gives them (a table written before a parameter
+        existed has no column for it)."""
+        first = self.trials[self.trials.kind == "default"].iloc[0]
+        return {name: int(first[name]) for name in PARAMETERS if name in first.index and pd.notna(first[name])}
+
     def default_value(self) -> float:
         """The value of the defaults' first run (NaN if it has none)."""
         return self.trials[self.trials.kind == "default"].value.iloc[0]

@@ -305,8 +305,8 @@ def test_a_search_cut_short_is_not_done_shows_no_figure_and_resumes(tmp_path):
     assert f" | {cut_short} ({searched} trials, 0 capped) | - | - | - |" in tuning
     versus_grid = section["Ax against the grid (large size)"]
     grid_figure = f"{figures.loc['grid', 'confirmed_speedup']:.2f}x"
-    assert f"| synthetic | {cut_short} | {grid_figure} | - | " in versus_grid
-    assert versus_grid.splitlines()[-1].split(" | ")[7] == "-"  # no Ax time / grid time
+    assert f"| synthetic | {cut_short} | {grid_figure} | yes | - | " in versus_grid
+    assert versus_grid.splitlines()[-1].split(" | ")[8] == "-"  # no Ax time / grid time
     assert cut_short in section["Findings, the disappointing ones first"]
     assert "interrupted" in section["Steps that failed"] and cut_short in section["Steps that failed"]
 

@@ -110,7 +110,7 @@ def findings(figures: pd.DataFrame, plan: Plan, places: Places) -> list[str]:
 def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
     the confirmed speedup above 1), where the kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
-    figure is behind the grid's and at what cost, and what capping saved."""
+    figure is behind the grid's and at what cost (when both searched over the same defaults), and what capping saved."""
     found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
              f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
     for workload, scale, part, tuned in tuned_parts(figures, plan):
@@ -134,7 +134,10 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
                          f"{verdict} {name}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
         ax = part.loc["ax"] if "ax" in part.index else None
         grid = part.loc["grid"] if "grid" in part.index else None
-        if finished(ax) and finished(grid) and grid.wall_seconds:
+        if finished(ax) and finished(grid) and ax.defaults != grid.defaults:
+            found.append(f"**{where}: Ax and the grid ran over different defaults**: their confirmed speedups "
+                         f"({ax.confirmed_speedup:.2f}x and {grid.confirmed_speedup:.2f}x) are not comparable.")
+        elif finished(ax) and finished(grid) and grid.wall_seconds:
             cost = ax.wall_seconds / grid.wall_seconds
             behind = ax.confirmed_speedup < grid.confirmed_speedup
             found.append(f"{'**' if behind else ''}{where}: Ax {'is behind' if behind else 'reaches'} the grid"

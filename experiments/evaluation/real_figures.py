@@ -26,7 +26,7 @@ KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KI
 SEARCHES = (*REAL_METHODS, UNCAPPED)
 COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
            "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
-           "time_to_best_seconds", "read_ahead_kib", "page_size", "incomplete"]
+           "time_to_best_seconds", "read_ahead_kib", "page_size", "defaults", "incomplete"]
 
 
 def spread(values: list[float]) -> tuple[float | None, float | None]:
@@ -36,7 +36,8 @@ def spread(values: list[float]) -> tuple[float | None, float | None]:
 def search_row(study: StudyResult) -> dict[str, Any]:
     confirmed = study.confirmed()
     capped = int((study.trials.status == "capped").sum())
-    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped}
+    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped,
+           "defaults": " ".join(f"{name}={value}" for name, value in study.default_params().items())}
     if confirmed is None:
         return row | {"incomplete": study.unconfirmed() or "not confirmed"}
     low, high = spread(confirmed["values"])
