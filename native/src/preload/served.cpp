@@ -346,26 +346,26 @@ int ServedMappings::madvise(void* address, size_t length, int advice) {
   return for_each_gap(begin, end, kept, [&](char* at, std::size_t n) { return kernel().madvise(at, n, advice); });
 }
 
-bool ServedMappings::before_remap(void* address) {
-  if (count_.load() == 0) return true;
-  char* at = static_cast<char*>(address);
-  std::lock_guard<std::mutex> lock(mutex_);
+bool ServedMappings::hand_over_all_locked(const char* begin, const char* end, const char* why) {
   int error = 0;
-  for (Served* served : overlapping_locked(at, at + 1))
-    if (!hand_over_locked(*served, "it is remapped") && error == 0) error = errno;
+  for (Served* served : overlapping_locked(begin, end))
+    if (!hand_over_locked(*served, why) && error == 0) error = errno;
   if (error != 0) errno = error;
   return error == 0;
+}
+
+bool ServedMappings::before_remap(void* address) {
+  if (count_.load() == 0) return true;
+  const char* at = static_cast<char*>(address);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return hand_over_all_locked(at, at + 1, "it is remapped");
 }
 
 bool ServedMappings::before_fixed(void* address, size_t length) {
   char *begin, *end;
   if (!may_concern_served(address, length, begin, end)) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  int error = 0;
-  for (Served* served : overlapping_locked(begin, end))
-    if (!hand_over_locked(*served, "a mapping with MAP_FIXED replaces it") && error == 0) error = errno;
-  if (error != 0) errno = error;
-  return error == 0;
+  return hand_over_all_locked(begin, end, "a mapping with MAP_FIXED replaces it");
 }
 
 void ServedMappings::before_write(int fd) {

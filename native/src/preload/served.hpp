@@ -90,6 +90,9 @@ class ServedMappings {
   // Gives a served mapping to the kernel. False, with errno, when the pager could not write its pages
   // back: then it stays served, so that nothing else of the process reaches the pager's range.
   bool hand_over_locked(Served& served, const char* why);
+  // Hands over every served mapping overlapping [begin, end); false, with the first failure's errno, when
+  // any stays served.
+  bool hand_over_all_locked(const char* begin, const char* end, const char* why);
   void forget_locked(const Served& served);
   // Writes back every writable served mapping; `when` names the moment in messages.
   void flush_locked(const char* when);
