@@ -5,7 +5,8 @@
 ``UMAP_*`` environment. KEY is a paging parameter as the tuner names it (``page_size=1MiB buffer_size=2GiB
 fillers=2``), ``min_size`` (files smaller than this are left to the kernel), ``paths`` (``fnmatch`` patterns
 separated by ``:``; only matching files are served), ``print_stats=1``, or a ``UMAP_*`` variable given as is.
-``profile=NAME`` starts from a saved profile's parameters; the other keys override it.
+``profile=NAME`` starts from a saved profile's searched parameters (a buffer size its study did not search is
+the user's, as in ``autopager run``); the other keys override it.
 
 The library is ``$AUTOPAGER_PRELOAD``, else the one installed in the package, else a developer build's.
 """
@@ -91,7 +92,7 @@ def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     if profile:
         from autopager.profiles import default_profile_dir, find_profile
         found = find_profile(profile, Path(profile_dir).expanduser() if profile_dir else default_profile_dir())
-        params = {**{k: v for k, v in found.params.items() if v is not None}, **params}
+        params = {**found.tuned_params, **params}
     try:
         environment = to_environment(params)
     except ValueError as error:

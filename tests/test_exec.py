@@ -625,6 +625,19 @@ def test_exec_settings_become_the_pagers_variables():
             parse(bad)
 
 
+def test_exec_applies_what_a_profile_searched_and_the_user_overrides_it(tmp_path):
+    profile = tmp_path / "demo.yaml"
+    profile.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n  fillers: 2\n"
+                       "searched: [page_size, fillers]\n")
+    env, _ = parse([f"profile={profile}", "--", "prog"])
+    assert env == {"UMAP_PAGESIZE": "32768", "UMAP_PAGE_FILLERS": "2"}  # its study held the buffer fixed
+    env, _ = parse([f"profile={profile}", "page_size=8KiB", "--", "prog"])
+    assert env["UMAP_PAGESIZE"] == "8192"
+    profile.write_text("workload: demo\nparams:\n  page_size: 32KiB\n  buffer_size: 4MiB\n"
+                       "searched: [page_size, buffer_size]\n")
+    assert parse([f"profile={profile}", "--", "prog"])[0] == {"UMAP_PAGESIZE": "32768", "UMAP_BUFSIZE": "128"}
+
+
 def test_exec_reports_a_missing_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autopager.cli", "exec", "--", str(tmp_path / "nothing")],
                           env=environment(), capture_output=True, text=True)
