@@ -82,7 +82,8 @@ Run a workload with its profile (the newest found on this machine, or profile=NA
 profile's study searched, over the defaults (the buffer size stays this run's, workload.buffer_size).
 run.rounds=N runs the defaults and the profile N times each, interleaved, and prints both with their spread;
 the first run validates the program's answer in full, the later ones only its checksum, which must be the first's;
-run.other_data=refuse refuses a profile found for another workload or data size (default: warn)."""
+run.other_data=refuse refuses a profile found for another workload, data size or (unsearched) buffer size
+(default: warn)."""
 
 
 def describe_option(group: str, name: str) -> str:

@@ -19,7 +19,7 @@ enum class LogLevel : unsigned {
   kError = 0,    // what failed (a read, a write-back)
   kWarning = 1,  // the default: also what the pager changed or refused on its own
   kInfo = 2,     // also each pager started and stopped, each region mapped and unmapped
-  kDebug = 3,    // also flushes, prefetches and pinning
+  kDebug = 3,    // also flushes and pinning
 };
 
 struct Config {
