@@ -30,6 +30,7 @@ CASES = [
     ("kv_readseq", ["kv", "--benchmark", "readseq", "--size-mib", "4"]),
     ("kv_readrandom", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--lookups", "3000"]),
     ("kv_readreverse", ["kv", "--benchmark", "readreverse", "--size-mib", "4", "--value-size", "64"]),
+    ("kv_readseq_passes", ["kv", "--benchmark", "readseq", "--size-mib", "4", "--passes", "3"]),
     ("randio", ["randio", "--size-mib", "4", "--ops", "3000"]),
     ("randio_writes", ["randio", "--size-mib", "4", "--ops", "3000", "--write-percent", "30", "--record-size", "512"]),
     ("stream", ["stream", "--size-mib", "6", "--iterations", "2"]),
@@ -128,6 +129,14 @@ def test_bfs_answer_is_independent_of_threads(data_dir):
     assert one == two
 
 
+def test_a_scan_of_several_passes_reads_every_record_each_time(data_dir):
+    args = ["--benchmark", "readreverse", "--size-mib", "2", "--data-dir", str(data_dir), "--mmap"]
+    assert run("kv", *args, "--generate").returncode == 0
+    one, three = (result_line(run("kv", *args, "--passes", n))["checksum"].split() for n in ("1", "3"))
+    assert one[0] == three[0] == "readreverse" and one[2] == three[2] == "values"
+    assert int(three[1]) == 3 * int(one[1]) and int(three[3]) == 3 * int(one[3])
+
+
 def test_a_time_boxed_run_lasts_its_seconds(data_dir):
     args = ["--benchmark", "binsearch", "--size-mib", "4", "--data-dir", str(data_dir), "--threads", "2", "--mmap"]
     assert run("lookup", *args, "--generate").returncode == 0
@@ -157,6 +166,8 @@ def test_unknown_option_is_a_usage_error(program):
     ("lookup", ["--lookups"], "--lookups"),
     ("lookup", ["--seconds", "-1"], "--seconds"),
     ("kv", ["--benchmark", "readseq", "--seconds", "1"], "--seconds"),
+    ("kv", ["--benchmark", "readrandom", "--passes", "2"], "--passes"),
+    ("kv", ["--benchmark", "readreverse", "--passes", "0"], "--passes"),
 ])
 def test_bad_value_names_the_option(program, args, named, tmp_path):
     proc = run(program, *args, "--data-dir", str(tmp_path))

@@ -49,6 +49,29 @@ std::uint64_t file_size(const std::string& path) {
   return static_cast<std::uint64_t>(info.st_size);
 }
 
+namespace {
+
+// Writes the file's `size` bytes chunk by chunk from `writer` and syncs them.
+void write_chunks(const Descriptor& file, const std::string& path, const std::string& shown, std::uint64_t size,
+                  const ChunkWriter& writer) {
+  Progress progress("writing " + shown, size);
+  std::vector<char> buffer(kChunkBytes);
+  for (std::uint64_t offset = 0; offset < size; offset += kChunkBytes) {
+    const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkBytes, size - offset));
+    writer(offset, buffer.data(), length);
+    for (std::size_t written = 0; written < length;) {
+      const ssize_t n = ::pwrite(file.fd, buffer.data() + written, length - written, offset + written);
+      if (n < 0) throw io_error("cannot write", path);
+      written += static_cast<std::size_t>(n);
+    }
+    progress.advance(length);
+  }
+  if (::fdatasync(file.fd) != 0) throw io_error("cannot sync", path);
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+}  // namespace
+
 void write_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer) {
   const std::filesystem::path target(path);
   if (target.has_parent_path()) {
@@ -59,21 +82,17 @@ void write_file(const std::string& path, std::uint64_t size, const ChunkWriter& 
   const std::string temporary = path + ".partial";
   Descriptor file{::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644)};
   if (file.fd < 0) throw io_error("cannot create", temporary);
-  Progress progress("writing " + path, size);
-  std::vector<char> buffer(kChunkBytes);
-  for (std::uint64_t offset = 0; offset < size; offset += kChunkBytes) {
-    const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kChunkBytes, size - offset));
-    writer(offset, buffer.data(), length);
-    for (std::size_t written = 0; written < length;) {
-      const ssize_t n = ::pwrite(file.fd, buffer.data() + written, length - written, offset + written);
-      if (n < 0) throw io_error("cannot write", temporary);
-      written += static_cast<std::size_t>(n);
-    }
-    progress.advance(length);
-  }
-  if (::fdatasync(file.fd) != 0) throw io_error("cannot sync", temporary);
-  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+  write_chunks(file, temporary, path, size, writer);
   if (::rename(temporary.c_str(), path.c_str()) != 0) throw io_error("cannot rename " + temporary + " to", path);
+}
+
+void rewrite_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || static_cast<std::uint64_t>(info.st_size) != size)
+    return write_file(path, size, writer);
+  Descriptor file{::open(path.c_str(), O_WRONLY)};
+  if (file.fd < 0) throw io_error("cannot open", path);
+  write_chunks(file, path, path, size, writer);
 }
 
 void read_file(const std::string& path, const ChunkReader& reader, std::size_t align) {

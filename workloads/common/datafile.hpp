@@ -29,6 +29,10 @@ using ChunkWriter = std::function<void(std::uint64_t offset, char* buffer, std::
 // Writes a `size`-byte file chunk by chunk (creating the directory), renames it to `path` when
 // complete and drops it from the page cache. Shows progress for big files.
 void write_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer);
+// For an input a run consumes (a sort's, STREAM's arrays): writes it over the existing file of that size in
+// place, which costs no new blocks and no freeing of the old ones; else as write_file. A rewrite cut short
+// leaves a file of mixed contents, which the next run rewrites whole.
+void rewrite_file(const std::string& path, std::uint64_t size, const ChunkWriter& writer);
 
 // Receives the bytes of a file in order, chunk by chunk.
 using ChunkReader = std::function<void(std::uint64_t offset, const char* data, std::size_t length)>;

@@ -8,6 +8,7 @@ void add_db_bench_options(Options& options, const std::string& size_help) {
   options.add("value-size", "128", "bytes a value (a multiple of 8, at most 4096)");
   options.add("lookups", "100000", "number of lookups of readrandom");
   options.add("seconds", "0", "readrandom: look up for this many seconds, as many as fit, instead of --lookups (0: --lookups)");
+  options.add("passes", "1", "readseq, readreverse: scan every record this many times, one scan after another");
 }
 
 DbBench read_db_bench_options(const Options& options) {
@@ -18,9 +19,11 @@ DbBench read_db_bench_options(const Options& options) {
   if (value_bytes % 8 != 0) throw UsageError("option --value-size must be a multiple of 8");
   bench.layout = kv_layout(bench.size_mib, value_bytes);
   if (bench.layout.records == 0) throw UsageError("option --size-mib is too small for one record");
-  bench.operations = bench.random() ? options.integer("lookups", 1) : bench.layout.records;
+  bench.passes = options.integer("passes", 1, 1000000);
+  bench.operations = bench.random() ? options.integer("lookups", 1) : bench.layout.records * bench.passes;
   bench.seconds = options.real("seconds", 0, 86400);
   if (bench.seconds > 0 && !bench.random()) throw UsageError("option --seconds is for readrandom; a scan reads every record");
+  if (bench.passes > 1 && bench.random()) throw UsageError("option --passes is for readseq and readreverse");
   return bench;
 }
 

@@ -17,6 +17,7 @@ struct DbBench {
   KvLayout layout;
   std::uint64_t operations = 0;  // records read by a scan, or lookups
   double seconds = 0;            // readrandom: look up for this long, as many as fit (0: `operations`)
+  std::uint64_t passes = 1;      // readseq, readreverse: whole scans of the records, one after another
 
   bool random() const { return benchmark == "readrandom"; }
   bool reverse() const { return benchmark == "readreverse"; }

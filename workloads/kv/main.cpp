@@ -112,7 +112,8 @@ Result run(const Options& options, const Settings& settings) {
   Stopwatch timer;
   std::uint64_t operations = bench.operations;
   if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, looker);
-  else tally = scan(store, bench.reverse());
+  else
+    for (std::uint64_t pass = 0; pass < bench.passes; ++pass) tally += scan(store, bench.reverse());
   const double seconds = timer.seconds();
   return db_bench_result(bench, operations, seconds, tally, pager_statistics_json(settings.backend));
 }

@@ -216,7 +216,8 @@ Result run(const Options& options, const Settings& settings) {
   Stopwatch timer;
   std::uint64_t operations = bench.operations;
   if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, [&] { return Reader(db, layout); });
-  else tally = scan(db, layout, bench.reverse());
+  else
+    for (std::uint64_t pass = 0; pass < bench.passes; ++pass) tally += scan(db, layout, bench.reverse());
   const double seconds = timer.seconds();
   Result result = db_bench_result(bench, operations, seconds, tally, preload_statistics());
   result.mode = result.stats.empty() ? "mmap" : "preload";

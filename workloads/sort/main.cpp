@@ -23,7 +23,7 @@ std::string input_path(const Settings& settings, std::uint64_t size_mib) {
 
 // n-1, n-2, ..., 0.
 void write_descending(const std::string& path, std::uint64_t count) {
-  write_file(path, count * sizeof(std::uint64_t), [count](std::uint64_t offset, char* buffer, std::size_t length) {
+  rewrite_file(path, count * sizeof(std::uint64_t), [count](std::uint64_t offset, char* buffer, std::size_t length) {
     auto* values = reinterpret_cast<std::uint64_t*>(buffer);
     const std::uint64_t first = offset / sizeof(std::uint64_t);
     for (std::size_t i = 0; i < length / sizeof(std::uint64_t); ++i) values[i] = count - 1 - (first + i);

@@ -43,7 +43,7 @@ void stream_pass(const Arrays& x) {
 }
 
 void write_initial_arrays(const std::string& path, std::uint64_t length) {
-  write_file(path, 3 * length * sizeof(double), [length](std::uint64_t offset, char* buffer, std::size_t bytes) {
+  rewrite_file(path, 3 * length * sizeof(double), [length](std::uint64_t offset, char* buffer, std::size_t bytes) {
     auto* values = reinterpret_cast<double*>(buffer);
     const std::uint64_t first = offset / sizeof(double);
     for (std::size_t i = 0; i < bytes / sizeof(double); ++i) values[i] = kInitial[(first + i) / length];
