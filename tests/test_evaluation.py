@@ -23,7 +23,9 @@ from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: 
 from evaluation.plan import (BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS, REAL_QUICK,  # noqa: E402
                              REAL_WORKLOADS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, Plan, Size, StudySpec,
                              make_plan, make_real_plan)
-from evaluation.real_report import write_real_report  # noqa: E402
+from evaluation.findings import real_findings  # noqa: E402
+from evaluation.real_figures import COLUMNS  # noqa: E402
+from evaluation.real_report import ax_versus_grid, write_real_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
@@ -323,3 +325,32 @@ def test_a_search_cut_short_is_not_done_shows_no_figure_and_resumes(tmp_path):
     assert figures.loc["ax", "confirmed_speedup"] == pytest.approx(study.confirmed()["speedup"])
     summary = (places.out / "summary.md").read_text()
     assert "not confirmed" not in summary and "Every one of the 2 steps finished." in summary
+
+
+def test_ax_and_a_grid_over_different_defaults_are_reported_as_not_comparable():
+    """The report compares Ax with the grid only where both searched over the same defaults: over others, the finding
+    and the Ax-against-grid table say their speedups do not compare, and no cost ratio is quoted in the findings."""
+    def search(method: str, value: float, speedup: float, defaults: str, seconds: float) -> dict:
+        return {"workload": "synthetic", "scale": LARGE, "size": 2, "buffer": "64MiB", "metric": "seconds",
+                "goal": "minimize", "method": method, "value": value, "low": value, "high": value, "runs": 3,
+                "confirmed_speedup": speedup, "confirmed_low": speedup, "confirmed_high": speedup, "trials": 30,
+                "capped": 0, "failed": 0, "wall_seconds": seconds, "time_to_best_seconds": seconds / 2,
+                "defaults": defaults}
+
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+
+    def report(grid_defaults: str) -> tuple[list[str], str]:
+        figures = pd.DataFrame([search("ax", 1.0, 1.10, "page_size=1048576", 100.0),
+                                search("grid", 2.0, 1.50, grid_defaults, 400.0)], columns=COLUMNS)
+        return real_findings(figures, plan), ax_versus_grid(figures, plan)
+
+    found, table = report("page_size=65536")
+    assert ("**synthetic (large): Ax and the grid ran over different defaults**: their confirmed speedups "
+            "(1.10x and 1.50x) are not comparable.") in found
+    assert not any("the grid's tuning time" in text for text in found)
+    assert "| no: the speedups are not comparable |" in table
+
+    found, table = report("page_size=1048576")
+    assert any("Ax is behind the grid" in text and "at 0.25x the grid's tuning time" in text for text in found)
+    assert "| yes |" in table
