@@ -2,7 +2,8 @@
 memory the pager has.
 
 The workload's ``mmap_command`` runs (our workloads: their command with ``--mmap``) in a memory cgroup of the
-pager's memory (autopager/memory_limit.py: the buffer, ``workload.private_memory`` and ``runner.memory_headroom``),
+pager's memory (autopager/memory_limit.py: the buffer and its pages' bookkeeping, ``workload.private_memory``,
+``runner.memory_headroom`` and the page tables of the data),
 so the kernel's page cache gets what the pager's buffer gets. The page cache is emptied before each run, and the
 runs are repeated and bounded as a trial's. The study records it as a row of kind ``mmap`` with no parameters.
 """

@@ -12,9 +12,10 @@ memory.max (with memory.swap.max 0); the page cache the
 children read counts against it in both, so a program on the kernel's mmap gets no more memory than the limit.
 Needs root (or a delegated cgroup).
 
-The limit a study's runs get is the pager's memory (``pager_memory``): the pager's buffer plus what the program
-needs besides its paged data (``workload.private_memory``, its own arrays) and ``runner.memory_headroom`` (code,
-libraries, thread stacks, heap).
+The limit a study's runs get is the pager's memory (``pager_memory``): the pager's buffer, its bookkeeping of the
+buffer's pages, what the program needs besides its paged data (``workload.private_memory``, its own arrays) and
+``runner.memory_headroom`` (code, libraries, thread stacks, heap). Each run's cgroup adds the page tables that map
+the workload's data files (``run_limit``), which the kernel keeps after the pages themselves are evicted.
 """
 from __future__ import annotations
 
@@ -151,8 +152,17 @@ def check_memory_limits(limit_bytes: int) -> None:
         pass
 
 
+# The pager's bookkeeping of a resident page (its eviction-queue entry and page state) is under 32 bytes; at the
+# least page size, 4 KiB, that is 1/128 of the buffer, given in whole MiB.
+BOOKKEEPING_FRACTION = 128
+MIB = 1 << 20
+# A page-table entry of 8 bytes maps 4 KiB.
+PAGE_TABLE_FRACTION = 512
+
+
 def pager_memory(workload: Workload, headroom: Any) -> int:
-    """The memory the pager's runs have: its buffer, the program's own memory, and the headroom."""
+    """The memory the pager's runs have: its buffer and the bookkeeping of the buffer's pages, the program's own
+    memory, and the headroom."""
     if workload.buffer_size is None:
         raise ConfigError(f"workload {workload.name}: a memory limit equal to the pager's memory needs its buffer: "
                           f"give workload.buffer_size (e.g. workload.buffer_size=1GiB)")
@@ -160,7 +170,16 @@ def pager_memory(workload: Workload, headroom: Any) -> int:
         extra = parse_size(headroom or 0)
     except ValueError as error:
         raise ConfigError(f"runner.memory_headroom: {error}") from None
-    return workload.buffer_size + workload.private_memory + extra
+    bookkeeping = -(-workload.buffer_size // BOOKKEEPING_FRACTION // MIB) * MIB
+    return workload.buffer_size + bookkeeping + workload.private_memory + extra
+
+
+def run_limit(limit: int | None, workload: Workload) -> int | None:
+    """A run's limit: ``limit`` and the page tables mapping the workload's data files as they are now (a run maps
+    them all, on the pager as on the kernel's mmap, and the kernel charges page tables to the run's cgroup)."""
+    if limit is None:
+        return None
+    return limit + sum(path.stat().st_size for path in workload.data_paths()) // PAGE_TABLE_FRACTION
 
 
 def run_memory_limit(setting: Any, workload: Workload, headroom: Any) -> int | None:

@@ -38,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 from autopager.errors import ConfigError
 from autopager.goal import Goal
-from autopager.memory_limit import MemoryLimit, memory_cgroup, run_memory_limit
+from autopager.memory_limit import MemoryLimit, memory_cgroup, run_limit, run_memory_limit
 from autopager.page_cache import drop_page_cache, evict_files
 from autopager.pagerstats import ENVIRONMENT as PRINT_STATS, pager_stats, without_stats
 from autopager.params import ENV_VARS, to_environment
@@ -185,9 +185,10 @@ class Runner:
         limit = timeout if cap is None else min(timeout, cap)
         values, wall, last = [], 0.0, Measurement(ok=True)
         expected, whose = checksum, "the reference run's"
+        memory = run_limit(self.memory_limit, self.workload)
         for _ in range(runs or self.repeats):
             self.empty_page_cache()
-            with memory_cgroup(self.memory_limit) as cgroup:
+            with memory_cgroup(memory) as cgroup:
                 run_env = env if expected is None else {**env, **CHECKSUM_ONLY}
                 run = self._result(*self._execute(self.workload.argv(), run_env, limit, cgroup))
             wall += run.wall_seconds

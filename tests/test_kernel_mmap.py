@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from autopager.cli import compose, main
-from autopager.memory_limit import MemoryLimitError, check_memory_limits
+from autopager.memory_limit import MemoryLimitError, check_memory_limits, run_limit
 from autopager.runner import Runner
 from autopager.synthetic import MMAP_SLOWDOWN
 from autopager.workloads import Workload
@@ -40,10 +40,21 @@ def test_a_run_beyond_its_memory_limit_is_killed_and_reported(tuner_home):
                          "workload.buffer_size=32MiB", "runner.memory_limit=auto"])
     workload = Workload.from_config(config.workload, config.data_dir)
     runner = Runner.from_config(workload, config.runner)
-    assert runner.memory_limit == (32 + 16) << 20  # the buffer and runner.memory_headroom
+    assert runner.memory_limit == (32 + 1 + 16) << 20  # the buffer, its pages' bookkeeping and the headroom
     limited = runner.measure({}, timeout=60)
     assert not limited.ok and "SIGKILL" in limited.error
     assert Runner(workload).measure({}, timeout=60).ok  # the same program without the limit
+
+
+def test_a_runs_limit_adds_the_page_tables_mapping_its_data(tuner_home):
+    data = tuner_home / "data.bin"
+    with open(data, "wb") as sparse:
+        sparse.truncate(512 << 20)
+    config, _ = compose(["workload=command", "workload.command=cat", f"workload.data_files={data}",
+                         "workload.buffer_size=32MiB"])
+    workload = Workload.from_config(config.workload, config.data_dir)
+    assert run_limit(49 << 20, workload) == (49 << 20) + (1 << 20)  # 8 bytes a 4 KiB page of data
+    assert run_limit(None, workload) is None
 
 
 @needs_cgroups
@@ -56,7 +67,7 @@ def test_the_kernel_mmap_is_measured_once_after_the_defaults(tuner_home, capsys)
     assert kernel.status == "ok" and kernel.value == pytest.approx(MMAP_SLOWDOWN * 1e-3)
     assert table.loc[table.kind == "mmap", ["page_size", "fillers", "buffer_size"]].isna().all(axis=None)
     assert (table.kind == "search").sum() == 3  # the mmap row is not a trial of the budget
-    assert "in a 80MiB memory cgroup" in shown  # 64MiB buffer + 16MiB headroom
+    assert "in a 81MiB memory cgroup" in shown  # 64MiB buffer, 1MiB for its pages' bookkeeping, 16MiB headroom
     best = table[table.kind != "mmap"].value.min()
     assert f"speedup over kernel mmap: {kernel.value / best:.2f}x" in shown
     assert main(["tune", *RANDOM, "baseline.mmap=true", "study.name=m", "budget.trials=4"]) == 0
