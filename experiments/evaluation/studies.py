@@ -51,12 +51,16 @@ def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
 
 
 def compose_workload(workload: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
-    """The tuner's configuration for ``overrides``, with the plan's run length in the workload's commands."""
+    """The tuner's configuration for ``overrides``, with the plan's run length in the workload's commands: in place
+    of their ``--lookups N``, or added to a command without one."""
     config, choices = compose(overrides)
     if workload in plan.run_lengths:
+        length = plan.run_lengths[workload]
+        commands = {key: config.workload[key] for key in ("command", "mmap_command")}  # resolved before either changes
         with open_dict(config):
-            for key in ("command", "mmap_command"):
-                config.workload[key] = re.sub(r"--lookups \d+", plan.run_lengths[workload], config.workload[key])
+            for key, command in commands.items():
+                counted = re.search(r"--lookups \d+", command)
+                config.workload[key] = re.sub(r"--lookups \d+", length, command) if counted else f"{command} {length}"
     return config, choices
 
 
