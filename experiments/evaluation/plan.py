@@ -102,11 +102,11 @@ SIZES[REAL_QUICK] = {
 # them: a lookup out of core costs a few random 4 KiB-1 MiB reads, 0.05-10 ms here, so a count that gives the
 # tuned pager 10 s gives our 1 MiB defaults minutes a run (lookup: 5,000 lookups took 2 s tuned and 24 s at our
 # defaults), while 10 s of lookups is 10 s whatever the parameters. The LMDB scans read the 3.3 GB database in
-# about 2 s: five passes make a run of 10 s.
+# about 1.6 s at our defaults: seven passes make a run of 11 s.
 RUN_LENGTHS = {"full": {"kv_readrandom": "--lookups 5000", "lookup": "--lookups 2000"},
                "quick": {"kv_readrandom": "--lookups 500", "lookup": "--lookups 200"},
                REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10",
-                      "lmdb_readseq": "--passes 5", "lmdb_readreverse": "--passes 5"},
+                      "lmdb_readseq": "--passes 7", "lmdb_readreverse": "--passes 7"},
                REAL_QUICK: {"lmdb_readrandom": "--lookups 500", "lookup": "--lookups 200"}}
 
 # rough seconds of one run of the defaults at the real sizes, for the time estimate printed before a run
