@@ -156,7 +156,7 @@ def check_memory_limits(limit_bytes: int) -> None:
 # least page size, 4 KiB, that is 1/128 of the buffer, given in whole MiB.
 BOOKKEEPING_FRACTION = 128
 MIB = 1 << 20
-# A page-table entry of 8 bytes maps 4 KiB.
+# A page-table entry of 8 bytes maps 4 KiB; given in whole MiB.
 PAGE_TABLE_FRACTION = 512
 
 
@@ -179,7 +179,8 @@ def run_limit(limit: int | None, workload: Workload) -> int | None:
     them all, on the pager as on the kernel's mmap, and the kernel charges page tables to the run's cgroup)."""
     if limit is None:
         return None
-    return limit + sum(path.stat().st_size for path in workload.data_paths()) // PAGE_TABLE_FRACTION
+    page_tables = sum(path.stat().st_size for path in workload.data_paths()) // PAGE_TABLE_FRACTION
+    return limit + -(-page_tables // MIB) * MIB
 
 
 def run_memory_limit(setting: Any, workload: Workload, headroom: Any) -> int | None:

@@ -57,6 +57,19 @@ def test_ax_proposes_while_trials_are_pending_and_waits_at_the_end_of_its_initia
     assert not any(ax.pending.values())
 
 
+def test_ax_modelled_best_is_given_with_its_standard_error_in_the_metrics_units():
+    errors = []
+    for scale in (1.0, 1000.0):
+        ax = strategy("ax", initialization_trials=3, threads=1)
+        for value in (3.0, 2.0, 1.0, 1.5, 2.5):
+            point = ax.ask()
+            ax.tell(point, scale * value)
+        _, mean, sem = ax.modelled_best()
+        assert 0 < mean < scale * 4 and sem is not None
+        errors.append(sem)
+    assert 300 < errors[1] / errors[0] < 3000  # a variance would grow a million times
+
+
 def test_ax_goes_on_proposing_after_a_trial_measured_several_times_beside_single_runs():
     """A trial measured again comes with a standard error, the others without; Ax's model cannot fit such a mix
     ("Input data contains NaN values"), and a study whose Ax stopped proposing ended short of its trials."""

@@ -185,11 +185,9 @@ class AxStrategy(Strategy):
         if self.client is None or self.generation is None:
             return None
         try:
-            point, prediction, _, _ = self.client.get_best_parameterization(use_model_predictions=True)
+            # its prediction there is a variance; predict gives the standard error
+            point, _, _, _ = self.client.get_best_parameterization(use_model_predictions=True)
+            mean, sem = self.client.predict(points=[point])[0][OBJECTIVE]
         except Exception:  # no model yet (Sobol only) or nothing completed: nothing to show
             return None
-        outcome = prediction.get(OBJECTIVE)
-        mean, sem = outcome if isinstance(outcome, tuple) else (outcome, None)
-        if mean is None:
-            return None
-        return self.to_params(point), float(mean), None if sem is None or math.isnan(sem) else float(sem)
+        return self.to_params(point), float(mean), None if math.isnan(sem) else float(sem)

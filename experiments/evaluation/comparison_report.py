@@ -164,7 +164,7 @@ def setup(plan: Plan, places: Places) -> str:
             f"parameters are measured again in {budget.confirm_repeats} rounds, each measuring every one of them "
             f"once (the median of a method's runs is its confirmed figure; a confirmation run may take 60 s). Before "
             f"every run the page cache is dropped; every run is in a memory cgroup of the buffer plus what the "
-            f"program needs beside its data; a trial may take {TIMEOUT_FACTOR}x the defaults' time ({TIMEOUT_FLOOR} s "
+            f"program needs beside its data, the bookkeeping of the buffer's pages and the data's page tables; a trial may take {TIMEOUT_FACTOR}x the defaults' time ({TIMEOUT_FLOOR} s "
             f"at least).\n\n"
             + md.table(["workload", "size knob", "pager buffer", "page sizes", "grid points (with the defaults' run)"],
                        rows))

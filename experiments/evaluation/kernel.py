@@ -2,7 +2,8 @@
 
 It is the tuner's own kernel-mmap baseline (``baseline.mmap=true``, autopager/kernel_mmap.py), run apart from the
 studies with the evaluation's repeats: the cgroup's limit is the one the pager's trials run under (the pager's
-buffer plus what any run of the program uses beside its data), and the page cache is dropped before each run. The
+buffer, its pages' bookkeeping and what any run of the program uses beside its data, and the page tables of
+the data), and the page cache is dropped before each run. The
 result is kept as ``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it). A spec with a
 read-ahead runs with the data's disk set to it (``autopager.machine.read_ahead_of_disk``, restored after), kept as
 ``<workload>-ra<KiB>.json``; every record states the disk's read-ahead its runs had.
@@ -15,6 +16,7 @@ from typing import Any
 
 from autopager.kernel_mmap import mmap_runner
 from autopager.machine import read_ahead_file, read_ahead_of_disk
+from autopager.memory_limit import run_limit
 from autopager.params import format_size
 from autopager.workloads import Workload
 from evaluation.plan import KernelSpec, Plan
@@ -51,13 +53,14 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
     with read_ahead_of_disk(places.data_dir, spec.read_ahead_kib):
         read_ahead = disk_read_ahead_kib(places.data_dir)
         result = runner.measure({}, timeout)
+    limit = run_limit(runner.memory_limit, workload)  # what each run's cgroup had
     runs = [{"value": value, "error": None} for value in result.values]
     if not result.ok:
         runs.append({"value": None, "error": result.error + (f": {result.stderr_tail[-300:]}" if result.stderr_tail
                                                              else "")})
     record = {"workload": spec.workload, "scale": spec.scale, "metric": workload.metric, "goal": workload.goal,
-              "value": result.value, "values": result.values, "limit": format_size(runner.memory_limit),
-              "limit_bytes": runner.memory_limit, "read_ahead_kib": read_ahead, "error": None if result.ok else runs[-1]["error"],
+              "value": result.value, "values": result.values, "limit": format_size(limit),
+              "limit_bytes": limit, "read_ahead_kib": read_ahead, "error": None if result.ok else runs[-1]["error"],
               "seconds": result.wall_seconds, "runs": runs}
     path = result_path(places, spec.scale, spec.workload, spec.read_ahead_kib)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -124,7 +124,7 @@ def workload_at(workload: str, size: Size, places: Places) -> tuple[Workload, in
 
 def setup(plan: Plan, places: Places) -> str:
     header = ["workload", "scale", "size knob", "data files", "pager buffer", "page sizes searched",
-              "memory cgroup limit (every run)"]
+              "memory cgroup limit (every run; and the data's page tables)"]
     rows = []
     for w in plan.workloads:
         for scale in plan.scales(w):
@@ -197,7 +197,8 @@ def write_report(plan: Plan, places: Places, command: str) -> Path:
         f"({TIMEOUT_FLOOR} s at least) before it is killed and counted as failed. The defaults' value is the "
         f"median of the defaults' run that starts every search study. Every run, pager or kernel, is in a memory "
         f"cgroup limited to the buffer plus what the program uses beside its data (code, libraries, stacks, heap: "
-        f"16 MiB; bfs's level array).\n\n" + setup(plan, places),
+        f"16 MiB; bfs's level array), the pager's bookkeeping of the buffer's pages (1/128 of it) and the page "
+        f"tables of the data (1/512 of it).\n\n" + setup(plan, places),
         "## Figure 2: speedup over the default parameters (best found)\n"
         "Above 1: faster (or more throughput) than the pager's defaults. `mmap`: the kernel's mmap with a "
         "memory limit, against the pager's defaults.\n\n" + figure2(figures, plan, "speedup_vs_default"),

@@ -4,8 +4,8 @@ A study is resumable: running the evaluation again continues each study where it
 one only replays its table. A search study is done only once its confirmation is recorded (``unfinished``): a step
 cut short is logged as ``interrupted``, one that ended with nothing confirmed as ``incomplete``, never ``ok``. The workload's data is generated here, once a process, before the study runs,
 and the study is given no preparation step (the tuner would run it again at every study).
-Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer, the program's
-own arrays and a headroom; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
+Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer and its pages'
+bookkeeping, the program's own arrays, a headroom and the page tables of the data; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
 The full and quick plans keep the evaluation's old protocol (``RUNNER``); the real plan runs on the tuner's own
 (``TUNER_RUNNER``: capping, noise runs and the confirmation at their configured defaults).
 """
