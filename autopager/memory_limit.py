@@ -160,6 +160,10 @@ MIB = 1 << 20
 PAGE_TABLE_FRACTION = 512
 
 
+def _whole_mib(size: int) -> int:
+    return -(-size // MIB) * MIB
+
+
 def pager_memory(workload: Workload, headroom: Any) -> int:
     """The memory the pager's runs have: its buffer and the bookkeeping of the buffer's pages, the program's own
     memory, and the headroom."""
@@ -170,7 +174,7 @@ def pager_memory(workload: Workload, headroom: Any) -> int:
         extra = parse_size(headroom or 0)
     except ValueError as error:
         raise ConfigError(f"runner.memory_headroom: {error}") from None
-    bookkeeping = -(-workload.buffer_size // BOOKKEEPING_FRACTION // MIB) * MIB
+    bookkeeping = _whole_mib(workload.buffer_size // BOOKKEEPING_FRACTION)
     return workload.buffer_size + bookkeeping + workload.private_memory + extra
 
 
@@ -180,7 +184,7 @@ def run_limit(limit: int | None, workload: Workload) -> int | None:
     if limit is None:
         return None
     page_tables = sum(path.stat().st_size for path in workload.data_paths()) // PAGE_TABLE_FRACTION
-    return limit + -(-page_tables // MIB) * MIB
+    return limit + _whole_mib(page_tables)
 
 
 def run_memory_limit(setting: Any, workload: Workload, headroom: Any) -> int | None:

@@ -75,4 +75,15 @@ void Buffer::wake_all() {
   slot_freed_.notify_all();
 }
 
+std::vector<std::unique_lock<std::mutex>> Buffer::lock_run(const Region& region, std::uint64_t first,
+                                                          std::uint64_t count) {
+  std::vector<std::mutex*> stripes;
+  for (std::uint64_t page = first; page < first + count; ++page) stripes.push_back(&lock_for(region, page));
+  std::sort(stripes.begin(), stripes.end(), std::less<std::mutex*>());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (std::mutex* stripe : stripes) locks.emplace_back(*stripe);
+  return locks;
+}
+
 }  // namespace autopager

@@ -44,6 +44,9 @@ class Buffer {
   std::mutex& lock_for(const Region& region, std::uint64_t page) {
     return stripes_[(region.id * 0x9E3779B97F4A7C15ull + page) % stripes_.size()].m;
   }
+  // The stripes of pages [first, first + count) of a region, each locked once, in address order: the
+  // one way two stripes are ever held together (write-back of consecutive pages with one write).
+  std::vector<std::unique_lock<std::mutex>> lock_run(const Region& region, std::uint64_t first, std::uint64_t count);
 
  private:
   struct alignas(64) Stripe {

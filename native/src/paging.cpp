@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -198,27 +199,92 @@ void Paging::report_eviction_failure(int err) {
 
 int Paging::write_back_locked(Region& region, std::uint64_t page, KeepResident keep_resident) {
   if (region.state(page) != PageState::kDirty) return 0;
-  char* address = region.page_address(page);
-  // Write-protect first: a write during the copy-out faults and waits for the lock we hold.
-  if (region.track_writes) uffd_.write_protect(address, region.page_size, WriteProtect::kYes);
-  std::size_t bytes = region.page_bytes(page);
+  return write_back_run_locked(region, page, 1, keep_resident);
+}
+
+int Paging::write_back_run_locked(Region& region, std::uint64_t first, std::uint64_t count,
+                                  KeepResident keep_resident) {
+  char* address = region.page_address(first);
+  const std::size_t span = count * region.page_size;
+  // Write-protect first: a write during the copy-out faults and waits for the locks we hold.
+  if (region.track_writes) uffd_.write_protect(address, span, WriteProtect::kYes);
+  const std::size_t bytes = (count - 1) * region.page_size + region.page_bytes(first + count - 1);
   AUTOPAGER_WRITE_PROTECTED_READS_BEGIN();
-  ssize_t written = region.store->write(address, bytes, region.page_offset(page));
+  ssize_t written = region.store->write(address, bytes, region.page_offset(first));
   AUTOPAGER_WRITE_PROTECTED_READS_END();
   if (written != static_cast<ssize_t>(bytes)) {
     int err = written < 0 && errno != 0 ? errno : EIO;
     note_write_back(err);
-    if (region.track_writes) uffd_.write_protect(address, region.page_size, WriteProtect::kNo);
+    if (region.track_writes) uffd_.write_protect(address, span, WriteProtect::kNo);
     return err;
   }
   note_write_back(0);
-  StatsCounters::add(stats_.write_backs);
+  StatsCounters::add(stats_.write_backs, count);
   StatsCounters::add(stats_.bytes_written, bytes);
   // Without write-protect a page kept resident may be written again unseen: it stays dirty.
   if (keep_resident == KeepResident::kNo || region.track_writes)
-    stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
-  if (keep_resident == KeepResident::kYes && region.track_writes) region.set_state(page, PageState::kClean);
+    stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);
+  if (keep_resident == KeepResident::kYes && region.track_writes)
+    for (std::uint64_t page = first; page < first + count; ++page) region.set_state(page, PageState::kClean);
   return 0;
+}
+
+int Paging::write_back_victims(std::vector<PageRef>& victims) {
+  // The most one write carries: a larger run holds its pages' stripes longer for little gain.
+  constexpr std::size_t kMostRunBytes = std::size_t{8} << 20;
+  std::vector<std::size_t> dirty;  // indexes into victims, by region and page
+  for (std::size_t i = 0; i < victims.size(); ++i)
+    if (victims[i].region->track_writes && victims[i].region->state(victims[i].page) == PageState::kDirty)
+      dirty.push_back(i);
+  std::sort(dirty.begin(), dirty.end(), [&](std::size_t a, std::size_t b) {
+    const PageRef& x = victims[a];
+    const PageRef& y = victims[b];
+    return x.region.get() != y.region.get() ? std::less<const Region*>()(x.region.get(), y.region.get())
+                                            : x.page < y.page;
+  });
+  std::vector<bool> leaves(victims.size(), false);
+  int failed = 0;
+  for (std::size_t at = 0; at < dirty.size();) {
+    Region& region = *victims[dirty[at]].region;
+    const std::uint64_t first = victims[dirty[at]].page;
+    const std::uint64_t most = std::max<std::uint64_t>(1, kMostRunBytes / region.page_size);
+    std::size_t end = at + 1;
+    // Only a region's last page may be partial, and it ends a run anyway.
+    while (end < dirty.size() && end - at < most && victims[dirty[end]].region.get() == &region &&
+           victims[dirty[end]].page == first + (end - at))
+      ++end;
+    if (failed == 0 && !region.closing.load()) {
+      const std::uint64_t last = first + (end - at);
+      auto locks = buffer_.lock_run(region, first, last - first);
+      // A page written back (a flush) or evicted since splits the run.
+      for (std::uint64_t page = first; page < last && failed == 0;) {
+        std::uint64_t stop = page;
+        while (stop < last && region.state(stop) == PageState::kDirty) ++stop;
+        if (stop > page) failed = write_back_run_locked(region, page, stop - page, KeepResident::kYes);
+        // Page by page, so that one page that cannot be written (a bad block) keeps no neighbour dirty.
+        if (failed != 0 && stop - page > 1) {
+          failed = 0;
+          for (std::uint64_t each = page; each < stop; ++each)
+            if (int err = write_back_locked(region, each, KeepResident::kYes); err != 0 && failed == 0) failed = err;
+        }
+        page = stop == page ? page + 1 : stop;
+      }
+      if (failed != 0)  // what could not be written leaves the batch
+        for (std::size_t k = at; k < end; ++k)
+          leaves[dirty[k]] = region.state(victims[dirty[k]].page) == PageState::kDirty;
+    } else if (failed != 0) {
+      for (std::size_t k = at; k < end; ++k) leaves[dirty[k]] = true;
+    }
+    at = end;
+  }
+  if (failed == 0) return 0;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    if (leaves[i]) buffer_.policy().queue_for_eviction(std::move(victims[i]));
+    else victims[kept++] = std::move(victims[i]);
+  }
+  victims.resize(kept);
+  return failed;
 }
 
 std::optional<int> Paging::write_back_moved_out(Region& region, std::uint64_t page) {
@@ -274,15 +340,9 @@ std::size_t Paging::evict(std::size_t most) {
       continue;
     }
     if (!region.resident(victim->page)) continue;
-    if (region.track_writes) {
-      if (int err = write_back_locked(region, victim->page, KeepResident::kYes); err != 0) {
-        report_eviction_failure(err);
-        buffer_.policy().queue_for_eviction(std::move(*victim));
-        break;
-      }
-    }
     victims.push_back(std::move(*victim));
   }
+  if (int err = write_back_victims(victims); err != 0) report_eviction_failure(err);
   std::vector<iovec> ranges;
   for (const PageRef& p : poisoned) ranges.push_back({p.region->page_address(p.page), p.region->page_size});
   std::size_t evicting = 0;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "autopager/config.hpp"
 #include "buffer.hpp"
@@ -80,7 +81,17 @@ class Paging {
   // Whether a failed fault's page holds a buffer slot to give back.
   enum class HoldsSlot { kNo, kYes };
 
+  // Writes back a dirty page (nothing when it is not dirty), under its stripe lock.
   int write_back_locked(Region& region, std::uint64_t page, KeepResident keep_resident);
+  // Writes back `count` consecutive dirty pages from `first` with one write (they lie next to each
+  // other in memory and in the store), under their stripe locks. Returns 0, or the errno of the write:
+  // then every page of the run stays dirty.
+  int write_back_run_locked(Region& region, std::uint64_t first, std::uint64_t count, KeepResident keep_resident);
+  // Writes back the dirty victims of an eviction batch, each run of consecutive pages with one write,
+  // so that the disk sees large requests where the pages are small; they stay resident, clean. Returns
+  // 0, or the errno of the first run that could not be written: its victims, and those not yet
+  // written, leave `victims` and are queued for eviction again.
+  int write_back_victims(std::vector<PageRef>& victims);
   // For a region without write tracking: moves the page out of the region, writes it, drops it; a
   // write racing with it faults and waits. nullopt when the page could not be moved (the caller
   // writes it in place); else 0, or the errno of a failed write, the page then back in place.

@@ -43,6 +43,12 @@ class FaultyFileStore final : public Store {
     std::lock_guard<std::mutex> lock(mutex_);
     write_error_ = error;
   }
+  // Every write that covers the byte at `offset` fails with EIO, as over a bad block (kNone: none does).
+  static constexpr std::uint64_t kNone = ~std::uint64_t{0};
+  void fail_writes_covering(std::uint64_t offset) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bad_block_ = offset;
+  }
   std::uint64_t ring_reads() {
     std::lock_guard<std::mutex> lock(mutex_);
     return ring_reads_;
@@ -65,8 +71,8 @@ class FaultyFileStore final : public Store {
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (write_error_ != 0) {
-        errno = write_error_;
+      if (write_error_ != 0 || (bad_block_ >= offset && bad_block_ - offset < n)) {
+        errno = write_error_ != 0 ? write_error_ : EIO;
         return -1;
       }
     }
@@ -98,6 +104,7 @@ class FaultyFileStore final : public Store {
   mutable std::mutex mutex_;
   std::map<std::uint64_t, int> failing_reads_;
   int write_error_ = 0;
+  std::uint64_t bad_block_ = kNone;
   mutable std::uint64_t ring_reads_ = 0;
 };
 

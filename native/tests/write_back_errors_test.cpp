@@ -97,6 +97,37 @@ TEST(WriteBackErrors, FlushAndUnmapReportAFailedWriteAndKeepThePages) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// Evictions write consecutive dirty pages with one write; where that write fails over a bad block, each
+// page is written on its own, so only the page on the bad block stays dirty (and flush reports it).
+TEST(WriteBackErrors, APageThatCannotBeWrittenKeepsNoNeighbourDirty) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 256;
+  const std::uint64_t bad = 37;
+  ScratchFile file(pages * page);
+  auto store = std::make_shared<FaultyFileStore>(file.path(), true);
+  store->fail_writes_covering(bad * page + 100);
+  Config config = small_config(page, 32);
+  config.evict_high_water = 90;
+  config.evict_low_water = 30;
+  Pager pager(config);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(store, pages * page));
+  for (std::uint64_t p = 0; p < pages; ++p) bytes[p * page + 11] = written(p);
+  EXPECT_GT(pager.stats().evictions, pages / 2);
+  errno = 0;
+  EXPECT_EQ(pager.flush(), -1);
+  EXPECT_EQ(errno, EIO);
+  EXPECT_EQ(pager.stats().dirty_pages, 1u);
+  std::vector<std::uint8_t> after = file.contents();
+  for (std::uint64_t p = 0; p < pages; ++p)
+    EXPECT_EQ(after[p * page + 11], p == bad ? pattern_byte(bad * page + 11, 1) : written(p)) << "page " << p;
+  EXPECT_EQ(bytes[bad * page + 11], written(bad));
+
+  store->fail_writes_covering(FaultyFileStore::kNone);
+  ASSERT_TRUE(pager.unmap(bytes));
+  EXPECT_EQ(file.contents()[bad * page + 11], written(bad));
+}
+
 // A real ENOSPC: a sparse file on a tmpfs with room for an eighth of it, written under eviction
 // pressure. Once the buffer holds only pages that cannot be written, a fault fails with SIGBUS after a
 // bounded wait; after the tmpfs grows every write reaches the file.

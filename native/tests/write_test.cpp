@@ -1,6 +1,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include <atomic>
+#include <memory>
 #include <random>
 
 #include "test_util.hpp"
@@ -93,6 +95,42 @@ TEST(Writes, ReachTheFileAfterFlushAndStayResident) {
   std::memcpy(&last, after.data() + size - 24, 8);
   EXPECT_EQ(last, 77u);
   pager.unmap(words);
+}
+
+// A file store that records the largest write it was given.
+class StoreRecordingWrites final : public Store {
+ public:
+  explicit StoreRecordingWrites(const std::string& path) : file_(make_file_store(path)) {}
+  ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override { return file_->read(dst, n, offset); }
+  ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
+    std::uint64_t seen = largest_write.load();
+    while (n > seen && !largest_write.compare_exchange_weak(seen, n)) {
+    }
+    return file_->write(src, n, offset);
+  }
+  std::uint64_t size() const override { return file_->size(); }
+  std::atomic<std::uint64_t> largest_write{0};
+
+ private:
+  std::shared_ptr<Store> file_;
+};
+
+TEST(Writes, EvictionsWriteConsecutiveDirtyPagesWithOneWrite) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t size = 1024 * page;
+  ScratchFile file(size, 4);
+  auto store = std::make_shared<StoreRecordingWrites>(file.path());
+  Config config = small_config(page, 64);
+  config.evict_high_water = 90;
+  config.evict_low_water = 30;
+  Pager pager(config);
+  auto* words = static_cast<std::uint64_t*>(pager.map(store, size));
+  for (std::uint64_t i = 0; i < size / 8; i += 3) words[i] = i * 31 + 6;
+  EXPECT_GT(pager.stats().evictions, 900u);
+  EXPECT_GT(store->largest_write.load(), 4 * page);
+  ASSERT_TRUE(pager.unmap(words));
+  EXPECT_EQ(wrong_words(file.contents(), 3, 6, 4), 0u);
 }
 
 TEST(Writes, ReachTheFileAtANormalExitWithoutUnmap) {
