@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
@@ -39,6 +40,7 @@ CASES = [
     ("lookup_time_boxed", ["lookup", "--benchmark", "binsearch", "--size-mib", "4", "--seconds", "0.3"]),
     ("kv_readrandom_time_boxed", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--seconds", "0.3"]),
     ("numpy_gather", ["numpy_gather.py", "--size-mib", "4", "--gathers", "20000"]),
+    ("numpy_gather_time_boxed", ["numpy_gather.py", "--size-mib", "4", "--seconds", "0.3"]),
 ]
 
 
@@ -198,9 +200,28 @@ def test_partial_generation_is_not_taken_for_data(tmp_path):
     assert proc.returncode == 1 and "--generate" in proc.stderr
 
 
-def test_numpy_gather_bad_argument():
-    proc = run("numpy_gather.py", "--gathers", "0")
-    assert proc.returncode == 2 and "--gathers" in proc.stderr
+@pytest.mark.parametrize("argv,named", [(["--gathers", "0"], "--gathers"), (["--seconds", "-1"], "--seconds")])
+def test_numpy_gather_bad_argument(argv, named):
+    proc = run("numpy_gather.py", *argv)
+    assert proc.returncode == 2 and named in proc.stderr
+
+
+def test_numpy_gather_bad_validation_is_a_usage_error(tmp_path):
+    proc = run("numpy_gather.py", "--data-dir", str(tmp_path), env={"AUTOPAGER_VALIDATE": "some"})
+    assert proc.returncode == 2 and "AUTOPAGER_VALIDATE must be full or checksum, not 'some'" in proc.stderr
+
+
+def test_numpy_gather_full_validation_reads_what_the_gathers_did_not(tmp_path):
+    args = ["--size-mib", "1", "--gathers", "1000", "--data-dir", str(tmp_path), "--mmap"]
+    assert run("numpy_gather.py", "--generate", *args).returncode == 0
+    path = tmp_path / "numpy_gather-1m.f64"
+    with open(path, "r+b") as data:  # element 7 is 7.0; gathering 1000 of 131072 elements leaves it alone
+        data.seek(7 * 8)
+        data.write(struct.pack("<d", 8.0))
+    full = run("numpy_gather.py", *args)
+    assert full.returncode == 1 and "check failed: reduction" in full.stderr
+    cheap = result_line(run("numpy_gather.py", *args, env={"AUTOPAGER_VALIDATE": "checksum"}))
+    assert cheap["check"] == "ok" and cheap["validation"] == "checksum"
 
 
 def test_help_lists_the_options():
@@ -209,7 +230,7 @@ def test_help_lists_the_options():
 
 
 # The programs that skip an expensive check when asked for their checksum only; the others check every read.
-CHECKSUM_ONLY = ("bfs", "sort", "stream")
+CHECKSUM_ONLY = ("bfs", "sort", "stream", "numpy_gather.py")
 
 
 @pytest.mark.parametrize("name,argv", CASES, ids=[c[0] for c in CASES])
