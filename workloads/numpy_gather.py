@@ -117,9 +117,8 @@ def gather_for(array: np.ndarray, seconds: float, batch: int, threads: int,
             done += batch
         return done, problems
 
-    results = [pool.submit(worker) for _ in range(threads)]
-    done = [result.result() for result in results]
-    return sum(count for count, _ in done), [problem for _, problems in done for problem in problems]
+    per_thread = [future.result() for future in [pool.submit(worker) for _ in range(threads)]]
+    return sum(count for count, _ in per_thread), [problem for _, problems in per_thread for problem in problems]
 
 
 def reduce_sum(array: np.ndarray, pool: ThreadPoolExecutor) -> float:
