@@ -7,9 +7,11 @@ Every run starts with the page cache dropped and runs in a child memory cgroup l
 buffer_size + headroom (+ the program's own arrays, e.g. bfs's levels): the kernel's mmap gets that much
 memory for its page cache, the pager gets its buffer and the rest for its private memory and the page
 cache. --variant adds the pager with any other parameters. Each variant
-runs --repeats times, the variants interleaved, and the median is reported.
+runs --repeats times, the variants interleaved, and the median is reported. --build compares builds: every
+pager variant runs with each build's workload programs, interleaved with the others.
 
     sudo python3 experiments/bench_workloads.py [--workloads bfs,sort] [--repeats 3]
+    sudo python3 experiments/bench_workloads.py --build before=../old/build/workloads --build after=build/workloads
 
 Writes <out>/workloads.md (the table), <out>/workloads.csv (medians) and <out>/runs.jsonl (every run),
 and prints the table. Needs root (drop_caches, cgroups, userfaultfd) and built workloads (build/workloads,
@@ -25,6 +27,7 @@ import platform
 import statistics
 import subprocess
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,13 +52,44 @@ class Variant:
     label: str
     pager: bool             # False: the kernel's mmap
     params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
+    programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
         if not self.pager:
             return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size, **self.params},
-                                                            timeout)
+        with programs_of(self.programs):
+            return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
+                                                                 **self.params}, timeout)
+
+
+@contextmanager
+def programs_of(directory: Path | None):
+    """AUTOPAGER_BIN set to ``directory`` (when given) for what runs inside."""
+    before = os.environ.get("AUTOPAGER_BIN")
+    if directory is not None:
+        os.environ["AUTOPAGER_BIN"] = str(directory)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("AUTOPAGER_BIN", None)
+        else:
+            os.environ["AUTOPAGER_BIN"] = before
+
+
+def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
+    """Each pager variant once a build (``LABEL=DIR``), labelled ``variant [LABEL]``; the kernel's once."""
+    if not builds:
+        return variants
+    out = [v for v in variants if not v.pager]
+    for text in builds:
+        label, _, directory = text.partition("=")
+        if not label or not directory or not Path(directory).is_dir():
+            raise SystemExit(f"bench_workloads: --build {text!r}: not LABEL=DIR of a directory of workload programs")
+        out += [Variant(f"{v.label} [{label}]", True, v.params, Path(directory).resolve())
+                for v in variants if v.pager]
+    return out
 
 
 def variant_of(text: str) -> Variant:
@@ -158,6 +192,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
                         help="a pager variant with these parameters, e.g. page_size=1MiB,read_ahead=4,direct_io=1 "
                         "(repeatable)")
+    parser.add_argument("--build", action="append", default=[], metavar="LABEL=DIR",
+                        help="compare builds: every pager variant also runs with the compiled workload programs in "
+                        "DIR (repeatable; e.g. before=../old/build/workloads; numpy_gather.py imports this "
+                        "checkout's module whatever the build)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
@@ -177,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     variants += [Variant(format_size(parse_size(s)), True, {"page_size": parse_size(s)})
                  for s in args.page_sizes.split(",") if s]
     variants += [variant_of(text) for text in args.variant]
+    variants = with_builds(variants, args.build)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)

@@ -1,18 +1,22 @@
 #include "evict.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "pager_threads.hpp"
 
 namespace autopager {
 namespace {
-// Pages evicted together: their memory goes in one call with one TLB flush.
-constexpr std::uint64_t kBatch = 32;
+// Pages evicted together, at least 32 and 4 MiB: their memory goes in one call with one TLB flush, and
+// small pages are not evicted a few at a time.
+constexpr std::uint64_t kBatchPages = 32;
+constexpr std::uint64_t kBatchBytes = 4u << 20;
 constexpr auto kWhileFillsEnd = std::chrono::microseconds(200);
 constexpr auto kWhileWriteBacksFail = std::chrono::milliseconds(20);
 }  // namespace
 
-EvictorPool::EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging) : buffer_(buffer), paging_(paging) {
+EvictorPool::EvictorPool(unsigned evictors, std::size_t page_size, Buffer& buffer, Paging& paging)
+    : batch_(std::max<std::uint64_t>(kBatchPages, kBatchBytes / page_size)), buffer_(buffer), paging_(paging) {
   try {
     for (unsigned i = 0; i < evictors; ++i)
       threads_.push_back(start_pager_thread("ap-evictor", [this] { run(); }));
@@ -34,7 +38,7 @@ void EvictorPool::stop() {
 void EvictorPool::run() {
   while (buffer_.wait_for_pressure(stop_)) {
     while (!stop_.load()) {
-      std::uint64_t share = buffer_.claim_evictions(kBatch);
+      std::uint64_t share = buffer_.claim_evictions(batch_);
       if (share == 0) break;
       std::size_t evicted = paging_.evict(share);
       buffer_.end_evictions(share);

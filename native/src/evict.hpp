@@ -13,8 +13,9 @@ namespace autopager {
 
 class EvictorPool {
  public:
-  // Throws std::system_error, with no thread left running, when a thread cannot be started.
-  EvictorPool(unsigned evictors, Buffer& buffer, Paging& paging);
+  // Evicts in batches of pages of `page_size`. Throws std::system_error, with no thread left running,
+  // when a thread cannot be started.
+  EvictorPool(unsigned evictors, std::size_t page_size, Buffer& buffer, Paging& paging);
   ~EvictorPool();
   EvictorPool(const EvictorPool&) = delete;
   EvictorPool& operator=(const EvictorPool&) = delete;
@@ -22,6 +23,7 @@ class EvictorPool {
  private:
   void run();
   void stop();
+  const std::uint64_t batch_;
   Buffer& buffer_;
   Paging& paging_;
   std::atomic<bool> stop_{false};

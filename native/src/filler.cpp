@@ -19,7 +19,7 @@ std::uint64_t nanoseconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-Filler::Filler(FillerPool& pool, const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+Filler::Filler(FillerPool& pool, const Config& config, const PageMemory& memory, Userfaultfd& uffd, Paging& paging,
                const RegionTable& regions, StatsCounters& stats, int stop_event)
     : pool_(pool),
       uffd_(uffd),
@@ -27,10 +27,14 @@ Filler::Filler(FillerPool& pool, const Config& config, unsigned read_slots, User
       regions_(regions),
       stats_(stats),
       stop_event_(stop_event),
-      reads_(read_slots, stop_event),
-      slots_(reads_.available() ? read_slots : 1, config.page_size),
-      pending_(read_slots),
-      messages_(config.max_fault_events) {}
+      reads_(memory.read_slots + memory.run_slots, stop_event),
+      slots_(reads_.available() ? memory.read_slots : 1, config.page_size),
+      run_read_base_(memory.read_slots),
+      pending_(memory.read_slots + memory.run_slots),
+      messages_(config.max_fault_events) {
+  if (memory.run_slots > 0)
+    run_slots_.emplace(reads_.available() ? memory.run_slots : 1, std::size_t{memory.run_pages} * config.page_size);
+}
 
 Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
   pollfd fds[2] = {{uffd_.fd(), POLLIN, 0}, {stop_event_, POLLIN, 0}};
@@ -99,14 +103,44 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   return true;
 }
 
-bool Filler::start_speculative(const PageRef& page, MayBlock may_block) {
-  if (page.region->state(page.page) != PageState::kAbsent) return true;
+bool Filler::start_speculative(const PageRun& run, MayBlock may_block) {
+  if (run_slots_ && run.count > 1) {
+    if (may_block == MayBlock::kNo && (!reads_.available() || !run_slots_->has_free())) return false;
+    // Every run slot taken is a read in flight: one completes.
+    while (!run_slots_->has_free()) collect(Wait::kYes, WatchFaults::kNo);
+    start_run(run);
+    return true;
+  }
+  if (run.region->state(run.lead) != PageState::kAbsent) return true;
   const FillRequest request = FillRequest::speculative();
-  Start how = queue_fill(page.region, page.page, request, std::chrono::steady_clock::now());
+  Start how = queue_fill(run.region, run.lead, request, std::chrono::steady_clock::now());
   if (how != Start::kInPlace) return true;
   if (may_block == MayBlock::kNo) return false;
-  fill_in_place(page.region, page.page, request);
+  fill_in_place(run.region, run.lead, request);
   return true;
+}
+
+void Filler::start_run(const PageRun& run) {
+  Region& region = *run.region;
+  std::uint64_t first = 0;
+  const std::uint64_t count = paging_.claim_run(region, run.lead, run.direction, run.count, first);
+  if (count == 0) return;
+  const unsigned slot = run_slots_->acquire();
+  char* data = run_slots_->buffer(slot);
+  const std::size_t bytes = count * region.page_size;
+  Store::FileExtent extent{};
+  // A store the ring cannot read (memory, a read across two files) is read in place.
+  if (reads_.available() && region.store->locate(data, bytes, region.page_offset(first), extent)) {
+    const unsigned id = run_read_base_ + slot;
+    pending_[id] = PendingRead{run.region, first, count, run.lead, run.count, FillRequest::speculative(),
+                               std::chrono::steady_clock::now(), extent.length};
+    reads_.read(id, data, extent.fd, extent.offset, extent.length);
+    return;
+  }
+  const ssize_t got = Paging::read_store(*region.store, data, bytes, region.page_offset(first), 1);
+  paging_.finish_run(run.region, first, count, data, got);
+  run_slots_->release(slot);
+  pool_.continue_read_ahead(run.region, run.lead, run.count);
 }
 
 Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
@@ -123,7 +157,7 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
     slots_.release(slot);
     return Start::kNotNeeded;
   }
-  pending_[slot] = PendingRead{region, page, request, read_at, extent.length};
+  pending_[slot] = PendingRead{region, page, 1, page, 1, request, read_at, extent.length};
   reads_.read(slot, slots_.buffer(slot), extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
@@ -161,7 +195,8 @@ bool Filler::collect(Wait wait, WatchFaults watch_faults) {
 
 void Filler::finish_read(const ReadQueue::Completion& completion) {
   PendingRead& read = pending_[completion.slot];
-  char* data = slots_.buffer(completion.slot);
+  const bool run_slot = completion.slot >= run_read_base_;
+  char* data = run_slot ? run_slots_->buffer(completion.slot - run_read_base_) : slots_.buffer(completion.slot);
   Store& store = *read.region->store;
   const std::uint64_t offset = read.region->page_offset(read.page);
   ssize_t got = completion.result;
@@ -174,11 +209,13 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
     ssize_t rest = store.read(data + got, read.requested - got, offset + got);
     got = rest < 0 ? -1 : got + rest;
   }
-  paging_.finish(read.region, read.page, read.request, data, got);
+  if (run_slot) paging_.finish_run(read.region, read.page, read.count, data, got);
+  else paging_.finish(read.region, read.page, read.request, data, got);
   if (read.request.demand) record_service(read.read_at);
-  else pool_.continue_read_ahead(read.region, read.page);
+  else pool_.continue_read_ahead(read.region, read.lead, read.run);
   read.region.reset();
-  slots_.release(completion.slot);
+  if (run_slot) run_slots_->release(completion.slot - run_read_base_);
+  else slots_.release(completion.slot);
 }
 
 // A fault on a page that another read is bringing in waits for that read's copy, which wakes it;

@@ -1,6 +1,6 @@
 // One filler: a thread's own ring of asynchronous reads (read_queue.hpp), the reads in flight there,
 // the slots they and its reads in place land in (read_slots.hpp), and what it does with them: read fault events while it is the
-// fault reader, start a fault's or a speculative page's read, complete its reads. What the fillers
+// fault reader, start a fault's or a speculative run's read, complete its reads. What the fillers
 // share (the queues, the reader role, the wake-ups) is the pool's (filler_pool.hpp), which runs each
 // filler's loop on the filler's thread.
 #pragma once
@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "autopager/config.hpp"
+#include "page_memory.hpp"
 #include "paging.hpp"
 #include "read_queue.hpp"
 #include "read_slots.hpp"
@@ -41,10 +43,10 @@ class Filler {
  public:
   enum class ReadResult { kFaults, kNothing, kStopped };
 
-  // Makes the ring and `read_slots` slots (one without a ring: reads in place take one at a time);
-  // throws std::bad_alloc when they cannot be had. Call it on the filler's own thread: a ring takes
-  // submissions only from the thread that made it.
-  Filler(FillerPool& pool, const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+  // Makes the ring and the slots `memory` gives a filler (one of each kind without a ring: reads in place
+  // take one at a time); throws std::bad_alloc when they cannot be had. Call it on the filler's own
+  // thread: a ring takes submissions only from the thread that made it.
+  Filler(FillerPool& pool, const Config& config, const PageMemory& memory, Userfaultfd& uffd, Paging& paging,
          const RegionTable& regions, StatsCounters& stats, int stop_event);
   Filler(const Filler&) = delete;
   Filler& operator=(const Filler&) = delete;
@@ -64,17 +66,23 @@ class Filler {
   // Serves a fault, or queues its read. False, with nothing done, when it needs a read in place and
   // `may_block` is MayBlock::kNo.
   bool start_fault(const Fault& fault, MayBlock may_block);
-  bool start_speculative(const PageRef& page, MayBlock may_block);
+  // Starts the read of a speculative run (a single page, or several through a run slot). False, with
+  // nothing done, when that needs a read in place, or a run slot while none is free, and `may_block` is
+  // MayBlock::kNo (a run the ring cannot read, found only once its pages are claimed, is read in place).
+  bool start_speculative(const PageRun& run, MayBlock may_block);
   // Serves the completed reads; with Wait::kYes, waits for an event first. True at shutdown.
   bool collect(Wait wait, WatchFaults watch_faults);
 
  private:
   enum class Start { kQueued, kNotNeeded, kInPlace };
 
-  // A read in flight in the ring, by slot.
+  // A read in flight in the ring, by read id (a page slot's index, or a run slot's after them).
   struct PendingRead {
     RegionPtr region;
-    std::uint64_t page = 0;
+    std::uint64_t page = 0;   // the first
+    std::uint64_t count = 1;  // pages; more than one only through a run slot
+    std::uint64_t lead = 0;   // of a speculative read: the page whose stream goes on (PageRun),
+    std::uint64_t run = 1;    // and the pages its run was to cover
     FillRequest request;
     std::chrono::steady_clock::time_point read_at;
     std::size_t requested = 0;
@@ -90,6 +98,8 @@ class Filler {
   // A demand fill's buffer slot; never sleeps for one while this filler's own reads are in flight.
   // False when none can be had (Paging::reserve_slot).
   bool reserve_slot();
+  // Claims a run's pages and reads them into a free run slot: queued in the ring, or in place.
+  void start_run(const PageRun& run);
   void finish_read(const ReadQueue::Completion& completion);
   void wake_unless_filling(const Region& region, std::uint64_t page);
   // True once the pool's stop event has fired (its eventfd stays readable).
@@ -105,6 +115,8 @@ class Filler {
   const int stop_event_;
   ReadQueue reads_;
   ReadSlots slots_;
+  std::optional<ReadSlots> run_slots_;  // none where read-ahead reads a page at a time
+  const unsigned run_read_base_;        // the read id of run slot 0
   std::vector<PendingRead> pending_;  // by slot
   ReadQueue::Events events_;
   std::vector<uffd_msg> messages_;

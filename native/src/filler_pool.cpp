@@ -21,9 +21,9 @@ constexpr unsigned kHandOnDepth = 4;
 
 }  // namespace
 
-FillerPool::FillerPool(const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging,
+FillerPool::FillerPool(const Config& config, const PageMemory& memory, Userfaultfd& uffd, Paging& paging,
                        const RegionTable& regions, StatsCounters& stats)
-    : config_(config), read_slots_(read_slots), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
+    : config_(config), memory_(memory), uffd_(uffd), paging_(paging), regions_(regions), stats_(stats) {
   stop_event_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_event_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
   try {
@@ -65,7 +65,7 @@ void FillerPool::report_setup(std::exception_ptr error) {
 
 void FillerPool::prefetch(PageRef page) {
   std::lock_guard<std::mutex> lock(mutex_);
-  speculative_.push_back(std::move(page));
+  speculative_.push_back(PageRun{std::move(page.region), page.page, 1, 1});
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 
@@ -74,7 +74,7 @@ void FillerPool::serve() {
   std::unique_ptr<Filler> filler;
   std::vector<Fault> batch;
   try {
-    filler = std::make_unique<Filler>(*this, config_, read_slots_, uffd_, paging_, regions_, stats_, stop_event_);
+    filler = std::make_unique<Filler>(*this, config_, memory_, uffd_, paging_, regions_, stats_, stop_event_);
     batch.reserve(config_.max_fault_events);
   } catch (const std::bad_alloc&) {
     report_setup(std::make_exception_ptr(std::system_error(
@@ -109,11 +109,11 @@ void FillerPool::serve() {
     }
     may_lead = true;
     if (can_start && !speculative_.empty()) {
-      PageRef page = std::move(speculative_.front());
+      PageRun run = std::move(speculative_.front());
       speculative_.pop_front();
       lock.unlock();
-      self.start_speculative(page, MayBlock::kYes);
-      page.region.reset();
+      self.start_speculative(run, MayBlock::kYes);
+      run.region.reset();
       lock.lock();
       continue;
     }
@@ -147,13 +147,13 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
   for (;;) {
     // Start queued read-ahead while the ring has room; a page to read in place goes to the followers.
     while (self.has_free_slot() && !speculative_.empty()) {
-      PageRef page = std::move(speculative_.front());
+      PageRun run = std::move(speculative_.front());
       speculative_.pop_front();
       lock.unlock();
-      bool started = self.start_speculative(page, MayBlock::kNo);
+      bool started = self.start_speculative(run, MayBlock::kNo);
       lock.lock();
       if (!started) {
-        speculative_.push_front(std::move(page));
+        speculative_.push_front(std::move(run));
         break;
       }
     }
@@ -210,27 +210,35 @@ bool FillerPool::fills_are_fast() const {
   return fill_ns_average_.load(std::memory_order_relaxed) < kWakeUpNs;
 }
 
+PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, std::uint64_t run, int direction) {
+  const std::uint64_t room = direction > 0 ? region->page_count - lead : lead + 1;
+  return PageRun{region, lead, std::min(run, room), direction};
+}
+
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (config_.read_ahead == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const ReadAheadStreams::Direction direction = region->read_ahead.fault(page);
+  std::uint64_t run = 1;
+  const ReadAheadStreams::Direction direction = region->read_ahead.fault(page, run);
   if (direction == ReadAheadStreams::Direction::kNone) return;
-  const bool forward = direction == ReadAheadStreams::Direction::kForward;
-  const std::uint64_t reach = std::min<std::uint64_t>(config_.read_ahead, forward ? region->page_count - 1 - page : page);
+  const int towards = static_cast<int>(direction);
+  const std::uint64_t room = towards > 0 ? region->page_count - 1 - page : page;
   const std::size_t queued = speculative_.size();
-  for (std::uint64_t i = 1; i <= reach; ++i) {
-    const std::uint64_t next = forward ? page + i : page - i;
-    if (region->state(next) == PageState::kAbsent) speculative_.push_back(PageRef{region, next});
+  for (std::uint64_t i = 0; i < config_.read_ahead && 1 + i * run <= room; ++i) {
+    const std::uint64_t lead = towards > 0 ? page + 1 + i * run : page - 1 - i * run;
+    // A run's pages are looked at when it is read (Paging::claim_run).
+    if (run == 1 && region->state(lead) != PageState::kAbsent) continue;
+    speculative_.push_back(read_ahead_run(region, lead, run, towards));
   }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 
-void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::uint64_t next;
-  if (!region->read_ahead.next_after(page, next) || next >= region->page_count) return;
-  if (region->state(next) != PageState::kAbsent) return;
-  speculative_.push_back(PageRef{region, next});
+  std::uint64_t next, next_run;
+  if (!region->read_ahead.next_after(lead, run, next, next_run) || next >= region->page_count) return;
+  if (next_run == 1 && region->state(next) != PageState::kAbsent) return;
+  speculative_.push_back(read_ahead_run(region, next, next_run, next > lead ? 1 : -1));
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 

@@ -29,11 +29,11 @@ namespace autopager {
 
 class FillerPool {
  public:
-  // Starts config.fillers fillers, of `read_slots` slots each (page_memory.hpp), once each has its
-  // slots and ring; throws std::system_error (ENOMEM, EAGAIN) when a thread or a slot cannot be had,
+  // Starts config.fillers fillers, with the slots `memory` gives each (page_memory.hpp), once each has
+  // its slots and ring; throws std::system_error (ENOMEM, EAGAIN) when a thread or a slot cannot be had,
   // with no thread left running.
-  FillerPool(const Config& config, unsigned read_slots, Userfaultfd& uffd, Paging& paging, const RegionTable& regions,
-             StatsCounters& stats);
+  FillerPool(const Config& config, const PageMemory& memory, Userfaultfd& uffd, Paging& paging,
+             const RegionTable& regions, StatsCounters& stats);
   ~FillerPool();
   FillerPool(const FillerPool&) = delete;
   FillerPool& operator=(const FillerPool&) = delete;
@@ -43,8 +43,11 @@ class FillerPool {
   // For the fillers. The read-ahead after a page a fault reads, queued as its read starts, so that the pages
   // following it are read meanwhile; none when the fault starts a stream (read_ahead.hpp).
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
-  // A read-ahead read completed: the next read of its stream, if it goes on (read_ahead.hpp).
-  void continue_read_ahead(const RegionPtr& region, std::uint64_t page);
+  // The read-ahead run of `run` pages from `lead` in `direction`, fewer at the region's end.
+  static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, std::uint64_t run, int direction);
+  // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its
+  // stream, if it goes on (read_ahead.hpp).
+  void continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run);
   // How long a demand fill in place took, for the moving average fills_are_fast() reads.
   void record_fill_time(std::uint64_t ns);
 
@@ -59,7 +62,7 @@ class FillerPool {
   bool fills_are_fast() const;
 
   const Config& config_;
-  const unsigned read_slots_;
+  const PageMemory memory_;
   Userfaultfd& uffd_;
   Paging& paging_;
   const RegionTable& regions_;
@@ -70,7 +73,7 @@ class FillerPool {
   std::mutex mutex_;
   std::condition_variable idle_;
   std::deque<Fault> faults_;
-  std::deque<PageRef> speculative_;
+  std::deque<PageRun> speculative_;
   bool reader_active_ = false;
   unsigned idle_fillers_ = 0;
   bool stopped_ = false;

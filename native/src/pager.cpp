@@ -49,8 +49,8 @@ class PagerImpl {
         buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water,
                 make_fifo_policy(memory_.resident_pages * config_.evict_retain / 100)),
         paging_(config_, uffd_, buffer_, stats_),
-        fillers_(config_, memory_.read_slots, uffd_, paging_, regions_, stats_),
-        evictors_(config_.evictors, buffer_, paging_),
+        fillers_(config_, memory_, uffd_, paging_, regions_, stats_),
+        evictors_(config_.evictors, config_.page_size, buffer_, paging_),
         monitor_(config_.monitor_interval,
                  [this] { std::fprintf(stderr, "autopager monitor: %s\n", stats().to_json().c_str()); }) {
     register_live(this);
@@ -62,7 +62,11 @@ class PagerImpl {
     log(LogLevel::kInfo, "pager started: " + config_.to_string() + "; the buffer holds " +
                              std::to_string(memory_.resident_pages) + " resident pages and " +
                              std::to_string(config_.fillers) + " fillers' " + std::to_string(memory_.read_slots) +
-                             " read slots each");
+                             " read slots each" +
+                             (memory_.run_slots > 0 ? " and " + std::to_string(memory_.run_slots) +
+                                                          " for read-ahead runs of " +
+                                                          std::to_string(memory_.run_pages) + " pages"
+                                                    : std::string()));
   }
 
   ~PagerImpl() {
@@ -115,7 +119,7 @@ class PagerImpl {
       throw;
     }
     regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, std::move(store), writable,
-                                          track_writes, ReadAheadStreams::for_config(config_)));
+                                          track_writes, ReadAheadStreams::for_config(config_, memory_.run_pages)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" + (direct_io ? ", read and written with O_DIRECT" : ""));
     return base;
@@ -229,6 +233,7 @@ class PagerImpl {
   Stats stats() const {
     Stats s = stats_.snapshot(buffer_.resident());
     s.page_size = config_.page_size;
+    s.read_ahead_run_pages = memory_.run_pages;
     return s;
   }
   const Config& config() const { return config_; }

@@ -140,6 +140,80 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   return true;
 }
 
+std::uint64_t Paging::claim_run(Region& region, std::uint64_t lead, int direction, std::uint64_t most,
+                               std::uint64_t& first) {
+  std::uint64_t start = lead, count = 0;
+  for (std::uint64_t i = 0; i < most && !region.closing.load(); ++i) {
+    const std::uint64_t page = direction > 0 ? lead + i : lead - i;
+    if (region.state(page) == PageState::kAbsent && buffer_.try_reserve()) {
+      std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+      if (region.state(page) == PageState::kAbsent && !region.closing.load()) {
+        region.set_state(page, PageState::kFilling);
+        if (count++ == 0) start = page;
+        continue;
+      }
+      buffer_.release();
+    } else if (region.state(page) == PageState::kAbsent) {
+      break;  // no free slot: speculative reads never wait for one
+    }
+    if (count > 0) break;
+  }
+  first = direction > 0 ? start : start - (count == 0 ? 0 : count - 1);
+  return count;
+}
+
+void Paging::abandon_fill_locked(Region& region, std::uint64_t page) {
+  region.set_state(page, PageState::kAbsent);
+  buffer_.release();
+  uffd_.wake(region.page_address(page), region.page_size);
+}
+
+void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::uint64_t count, char* io_buffer,
+                        ssize_t got) {
+  Region& region = *region_ptr;
+  const std::size_t page_size = region.page_size;
+  const std::uint64_t bytes_got = got > 0 ? static_cast<std::uint64_t>(got) : 0;
+  // The pages the read covers; the last may end within the store, the rest of it reading as zeros.
+  std::uint64_t covered = std::min<std::uint64_t>(count, (bytes_got + page_size - 1) / page_size);
+  if (covered * page_size > bytes_got) std::memset(io_buffer + bytes_got, 0, covered * page_size - bytes_got);
+  auto locks = buffer_.lock_run(region, first, count);
+  if (region.closing.load()) covered = 0;
+  const bool dirty = region.writable && !region.track_writes;
+  const WriteProtect protect = region.track_writes ? WriteProtect::kYes : WriteProtect::kNo;
+  for (std::uint64_t page = first; page < first + covered; ++page)
+    region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
+  // Counted before the copy wakes the faulting threads, as a page's fill is; taken back for pages not installed.
+  const std::uint64_t covered_bytes = std::min<std::uint64_t>(bytes_got, covered * page_size);
+  if (dirty) stats_.dirty_pages.fetch_add(covered, std::memory_order_relaxed);
+  StatsCounters::add(stats_.fills, covered);
+  StatsCounters::add(stats_.bytes_read, covered_bytes);
+  std::uint64_t installed = covered;
+  if (covered > 0 && uffd_.copy(region.page_address(first), io_buffer, covered * page_size, protect) != 0) {
+    // Part of the run may be in: page by page, a page already there (EEXIST) counts as installed.
+    installed = 0;
+    for (std::uint64_t i = 0; i < covered; ++i) {
+      const int err = uffd_.copy(region.page_address(first + i), io_buffer + i * page_size, page_size, protect);
+      if (err == EEXIST) uffd_.wake(region.page_address(first + i), page_size);
+      if (err == 0 || err == EEXIST) {
+        ++installed;
+        continue;
+      }
+      abandon_fill_locked(region, first + i);
+      if (err != ENOENT && err != ESRCH)
+        std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
+    }
+  }
+  if (installed < covered) {
+    if (dirty) stats_.dirty_pages.fetch_sub(covered - installed, std::memory_order_relaxed);
+    stats_.fills.fetch_sub(covered - installed, std::memory_order_relaxed);
+    stats_.bytes_read.fetch_sub(std::min<std::uint64_t>(covered_bytes, (covered - installed) * page_size),
+                                std::memory_order_relaxed);
+  }
+  for (std::uint64_t page = first + covered; page < first + count; ++page) abandon_fill_locked(region, page);
+  for (std::uint64_t page = first; page < first + covered; ++page)
+    if (region.resident(page)) buffer_.policy().on_fill(PageRef{region_ptr, page});
+}
+
 void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err,
                                const char* why, HoldsSlot holds_slot) {
   StatsCounters::add(stats_.read_errors);
@@ -166,15 +240,24 @@ void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillReq
 
 void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
-  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
-  void* address = region.page_address(page);
+  // A write just after a page written before it is taken for a sequential writer: the clean pages after it,
+  // up to a read-ahead run, are let through with it, so that small pages cost one fault a run, not one a
+  // page. A page so marked and then not written is written back unchanged.
+  const bool sequential = page > 0 && region.state(page - 1) == PageState::kDirty;
+  const std::uint64_t most =
+      sequential ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page) : 1;
+  auto locks = buffer_.lock_run(region, page, most);
+  char* address = region.page_address(page);
   if (region.state(page) == PageState::kClean && region.track_writes) {
-    region.set_state(page, PageState::kDirty);
-    stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
-    if (uffd_.write_protect(address, region.page_size, WriteProtect::kNo) == 0) return;  // clearing wakes the writer
+    std::uint64_t count = 1;
+    while (count < most && region.state(page + count) == PageState::kClean) ++count;
+    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kDirty);
+    stats_.dirty_pages.fetch_add(count, std::memory_order_relaxed);
+    // Clearing wakes the writer.
+    if (uffd_.write_protect(address, count * region.page_size, WriteProtect::kNo) == 0) return;
     // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
-    region.set_state(page, PageState::kClean);
-    stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kClean);
+    stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
   uffd_.wake(address, region.page_size);
@@ -373,7 +456,12 @@ std::size_t Paging::evict(std::size_t most) {
         continue;
       }
       region.set_state(victim.page, PageState::kEvicting);
-      ranges.push_back({region.page_address(victim.page), region.page_size});
+      char* address = region.page_address(victim.page);
+      // Pages filled together leave together: one range for each run of them.
+      if (!ranges.empty() && static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == address)
+        ranges.back().iov_len += region.page_size;
+      else
+        ranges.push_back({address, region.page_size});
     }
     if (evicting != i) victims[evicting] = std::move(victim);
     ++evicting;

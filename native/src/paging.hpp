@@ -55,9 +55,17 @@ class Paging {
   bool reserve_slot();
   Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const std::function<bool()>& reserve);
   bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);
+  // The same for a run of speculative pages read with one request. claim_run() claims up to `most` absent
+  // pages from `lead` in `direction`: the first it can, and those after it up to one it cannot (resident,
+  // in transit, or no free buffer slot). Returns how many, and in `first` the lowest of them.
+  std::uint64_t claim_run(Region& region, std::uint64_t lead, int direction, std::uint64_t most, std::uint64_t& first);
+  // Installs the pages the `got` bytes read cover with one copy; the others (a read that failed or ended
+  // early, a copy that failed) are left absent for a fault to read again.
+  void finish_run(const RegionPtr& region, std::uint64_t first, std::uint64_t count, char* io_buffer, ssize_t got);
   // Reads `n` bytes of the store at `offset`, trying `attempts` times while it fails.
   static ssize_t read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts);
-  // The first write to a clean, write-protected page: mark it dirty and let the writer through.
+  // The first write to a clean, write-protected page: mark it dirty and let the writer through (with the
+  // clean pages after it, up to a read-ahead run, when the page before it is dirty).
   void resolve_write(Region& region, std::uint64_t page);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.
@@ -98,6 +106,8 @@ class Paging {
   std::optional<int> write_back_moved_out(Region& region, std::uint64_t page);
   // A fault on this page cannot be served (`why`, errno `err`): the faulting thread gets SIGBUS.
   // Under the page's stripe lock.
+  // Gives up a claimed page that was not installed: absent again, its slot back, its waiters woken.
+  void abandon_fill_locked(Region& region, std::uint64_t page);
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
                          HoldsSlot holds_slot);
   void note_write_back(int err);

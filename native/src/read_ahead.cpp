@@ -4,13 +4,19 @@
 
 namespace autopager {
 
-ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, std::uint64_t most_window)
-    : read_ahead_(read_ahead), most_window_(std::max<std::uint64_t>(most_window, read_ahead)) {}
+ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window)
+    : read_ahead_(read_ahead),
+      run_pages_(std::max(run_pages, 1u)),
+      most_window_(std::max<std::uint64_t>(most_window, read_ahead)) {}
 
-ReadAheadStreams ReadAheadStreams::for_config(const Config& config) {
+std::uint64_t ReadAheadStreams::run_of(const Stream& s) const {
+  return std::clamp<std::uint64_t>(s.window / (2 * std::uint64_t{read_ahead_}), 1, run_pages_);
+}
+
+ReadAheadStreams ReadAheadStreams::for_config(const Config& config, unsigned run_pages) {
   constexpr std::uint64_t kMostWindowBytes = 64u << 20;
-  return ReadAheadStreams(config.read_ahead, std::min<std::uint64_t>(config.buffer_pages / 4,
-                                                                     kMostWindowBytes / config.page_size));
+  return ReadAheadStreams(config.read_ahead, run_pages,
+                          std::min<std::uint64_t>(config.buffer_pages / 4, kMostWindowBytes / config.page_size));
 }
 
 bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint64_t reach) const {
@@ -18,7 +24,8 @@ bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint6
   return page < newest_fault && newest_fault - page <= reach;
 }
 
-ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
+ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page, std::uint64_t& run) {
+  run = 1;
   if (read_ahead_ == 0) return Direction::kNone;
   ++clock_;
   Stream* oldest = &streams_[0];
@@ -26,6 +33,7 @@ ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
     if (s.window != 0 && page == s.newest_fault) {
       // The same page again (several threads fault on it): read ahead only along a stream already sequential.
       s.last_use = clock_;
+      run = run_of(s);
       return static_cast<Direction>(s.direction);
     }
     // A fault up to just past the stream's window continues it; a stream of one fault goes either way, up to
@@ -36,6 +44,7 @@ ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
       s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
+      run = run_of(s);
       return static_cast<Direction>(towards);
     }
     if (s.last_use < oldest->last_use) oldest = &s;
@@ -45,12 +54,15 @@ ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page) {
   return Direction::kNone;
 }
 
-bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t& next) const {
+bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next,
+                                  std::uint64_t& next_run) const {
   if (read_ahead_ == 0) return false;
+  const std::uint64_t step = std::uint64_t{read_ahead_} * run;
   for (const Stream& s : streams_) {
     if (s.window <= read_ahead_ || s.direction == 0 || !s.ahead(page, s.direction, s.window)) continue;
-    if (s.direction < 0 && page < read_ahead_) return false;
-    next = s.direction > 0 ? page + read_ahead_ : page - read_ahead_;
+    if (s.direction < 0 && page < step) return false;
+    next = s.direction > 0 ? page + step : page - step;
+    next_run = run_of(s);
     return s.ahead(next, s.direction, s.window);
   }
   return false;

@@ -10,6 +10,10 @@
 // scan went on. Backward streams matter because nothing else reads ahead of them: with O_DIRECT the kernel
 // reads nothing ahead at all, and the page cache's own read-ahead follows a forward scan of the file but
 // never a backward one (a reverse cursor, a descending merge).
+// Where pages are small, a stream's reads grow into runs of pages read with one request (page_memory.hpp):
+// one page each at first, then, as each sequential fault doubles the window, larger, up to `run_pages`.
+// The first reads stay small because a stream is a guess: a binary search's last probes fall a page or two
+// apart and look like one, and reading a megabyte at each would multiply its reads.
 #pragma once
 
 #include <array>
@@ -24,16 +28,20 @@ class ReadAheadStreams {
   // Where to read `read_ahead` pages from a faulting page: nowhere, or on in one direction.
   enum class Direction : int { kBackward = -1, kNone = 0, kForward = 1 };
 
-  // `read_ahead`: reads kept in flight for a stream; `most_window`: pages a stream may run ahead of its
-  // newest fault.
-  ReadAheadStreams(unsigned read_ahead, std::uint64_t most_window);
+  // `read_ahead`: reads kept in flight for a stream, each of up to `run_pages` pages; `most_window`: pages
+  // a stream may run ahead of its newest fault.
+  ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window);
   // A window of at most a quarter of the buffer and 64 MiB.
-  static ReadAheadStreams for_config(const Config& config);
+  static ReadAheadStreams for_config(const Config& config, unsigned run_pages);
 
-  // A fault at `page`: starts a stream (kNone), or continues one, widens its window and returns its direction.
-  Direction fault(std::uint64_t page);
-  // A read-ahead read of `page` completed: true, with the page to read next, when its stream goes on.
-  bool next_after(std::uint64_t page, std::uint64_t& next) const;
+  // A fault at `page`: starts a stream (kNone), or continues one, widens its window and returns its
+  // direction, with in `run` the pages each of its reads covers now.
+  Direction fault(std::uint64_t page, std::uint64_t& run);
+  // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
+  // the next read and its pages, when its stream goes on.
+  bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, std::uint64_t& next_run) const;
+  // The most pages a read covers.
+  unsigned run_pages() const { return run_pages_; }
 
  private:
   struct Stream {
@@ -49,7 +57,11 @@ class ReadAheadStreams {
   // A few at once: threads scanning different parts of one region, a merge of sorted runs.
   static constexpr std::size_t kStreams = 4;
 
+  // The pages each read of stream `s` covers: one until its window is twice read_ahead, then growing with it.
+  std::uint64_t run_of(const Stream& s) const;
+
   const unsigned read_ahead_;
+  const unsigned run_pages_;
   const std::uint64_t most_window_;
   std::array<Stream, kStreams> streams_{};
   std::uint64_t clock_ = 0;

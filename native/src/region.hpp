@@ -107,4 +107,13 @@ struct PageRef {
   std::uint64_t page;
 };
 
+// Pages of a region for one speculative read: `count` of them from `lead` in `direction` (+1 up, -1
+// down), `lead` being the one nearest the fault that read them ahead.
+struct PageRun {
+  RegionPtr region;
+  std::uint64_t lead;
+  std::uint64_t count;
+  int direction;
+};
+
 }  // namespace autopager

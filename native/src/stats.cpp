@@ -64,7 +64,8 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
 
 std::string Stats::to_json() const {
   std::ostringstream out;
-  out << "{\"page_size\": " << page_size << ", \"read_faults\": " << read_faults << ", \"write_faults\": " << write_faults << ", \"fills\": " << fills
+  out << "{\"page_size\": " << page_size << ", \"read_ahead_run_pages\": " << read_ahead_run_pages
+      << ", \"read_faults\": " << read_faults << ", \"write_faults\": " << write_faults << ", \"fills\": " << fills
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
       << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
       << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages

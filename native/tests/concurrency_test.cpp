@@ -18,11 +18,12 @@ using testing::pattern_byte;
 // that widens the window in which faulting threads race.
 class CountingStore final : public Store {
  public:
-  explicit CountingStore(std::uint64_t size) : size_(size) {}
+  // Counts the reads of each page of `page` bytes (a read-ahead run reads several at once).
+  CountingStore(std::uint64_t size, std::size_t page) : size_(size), page_(page) {}
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      ++reads_[offset];
+      for (std::uint64_t at = offset; at < offset + n; at += page_) ++reads_[at];
     }
     usleep(200);
     std::size_t count = offset >= size_ ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - offset));
@@ -37,13 +38,14 @@ class CountingStore final : public Store {
     for (const auto& entry : reads_) most = std::max(most, entry.second);
     return most;
   }
-  std::uint64_t offsets_read() {
+  std::uint64_t pages_read() {
     std::lock_guard<std::mutex> lock(mutex_);
     return reads_.size();
   }
 
  private:
   std::uint64_t size_;
+  std::size_t page_;
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::uint64_t> reads_;
 };
@@ -52,7 +54,7 @@ TEST(Concurrency, ThreadsFaultingTheSamePageCauseOneRead) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
   const std::uint64_t pages = 64;
-  auto store = std::make_shared<CountingStore>(pages * page);
+  auto store = std::make_shared<CountingStore>(pages * page, page);
   // Room for every page below the high water mark: no eviction, so a page read twice is a double fill
   // (with eviction, a thread descheduled for long would fault an evicted page again, rightly).
   Pager pager(testing::small_config(page, 2 * pages, 8));
@@ -74,7 +76,7 @@ TEST(Concurrency, ThreadsFaultingTheSamePageCauseOneRead) {
   go.store(true);
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0u);
-  EXPECT_EQ(store->offsets_read(), pages);
+  EXPECT_EQ(store->pages_read(), pages);
   EXPECT_EQ(store->max_reads_of_one_offset(), 1u);
   EXPECT_EQ(pager.stats().fills, pages);
   pager.unmap(const_cast<std::uint8_t*>(bytes));

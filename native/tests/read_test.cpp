@@ -2,6 +2,7 @@
 
 #include <iterator>
 
+#include "fault_injection.hpp"
 #include "test_util.hpp"
 
 namespace autopager {
@@ -114,6 +115,32 @@ TEST(ReadFaults, RandomFaultsReadNothingAhead) {
   Stats s = m.pager.stats();
   EXPECT_EQ(s.read_faults, std::size(pages));
   EXPECT_EQ(s.fills, std::size(pages)) << "random faults read only their own pages";
+}
+
+// A scan of small pages: as its window grows, read-ahead reads them in runs, one request a run, not one a
+// page. (The tests above see only single pages: their streams' windows stay within read_ahead runs of one.)
+TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size(), pages = 4096;
+  ScratchFile file(pages * page);
+  Config config = small_config(page, 1024);
+  config.read_ahead = 2;
+  Pager pager(config);
+  const std::uint64_t run = pager.stats().read_ahead_run_pages;
+  ASSERT_GE(run, 16u);
+  auto store = std::make_shared<testing::FaultyFileStore>(file.path(), true);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(store, pages * page, PROT_READ));
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < pages * page; i += 64) wrong += bytes[i] != testing::pattern_byte(i, 1);
+  EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_EQ(s.fills, pages);
+  EXPECT_EQ(s.bytes_read, pages * page);
+  // The faults' own reads (a page each) and runs, some cut short by a page a fault brought in first: a
+  // few times pages / run requests, where a page a request would be `pages`.
+  EXPECT_LT(store->ring_reads(), pages / 8) << s.to_json();
+  EXPECT_LT(s.read_faults, pages / 4) << s.to_json();
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
 // A loop over four times the buffer: under plain FIFO every page is evicted before the loop comes round

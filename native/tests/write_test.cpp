@@ -133,6 +133,42 @@ TEST(Writes, EvictionsWriteConsecutiveDirtyPagesWithOneWrite) {
   EXPECT_EQ(wrong_words(file.contents(), 3, 6, 4), 0u);
 }
 
+// A sequential writer over clean pages (read first, so installed write-protected): the fault on the page
+// after a dirty one lets the clean pages after it through too, up to a read-ahead run, so the writes fault
+// about once a run, not once a page. A page let through but never written reaches the file unchanged.
+TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 1024;
+  ScratchFile file(pages * page, 5);
+  Config config = small_config(page, 2048);  // every page stays resident
+  config.read_ahead = 2;
+  Pager pager(config);
+  const std::uint64_t run = pager.stats().read_ahead_run_pages;
+  ASSERT_GE(run, 16u);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < pages * page; i += page) wrong += bytes[i] != pattern_byte(i, 5);
+  EXPECT_EQ(wrong, 0u);
+  const std::uint64_t before = pager.stats().write_faults;
+  auto written = [](std::size_t p) { return p % 7 != 3; };  // every seventh page is skipped
+  for (std::size_t p = 0; p < pages; ++p)
+    if (written(p)) bytes[p * page + 1] = static_cast<std::uint8_t>(p * 13 + 1);
+  const Stats s = pager.stats();
+  EXPECT_LT(s.write_faults - before, pages / 8) << s.to_json();
+  EXPECT_EQ(s.evictions, 0u);
+  ASSERT_TRUE(pager.unmap(bytes));
+  const std::vector<std::uint8_t> after = file.contents();
+  ASSERT_EQ(after.size(), pages * page);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const std::size_t p = i / page;
+    const std::uint8_t expected =
+        i % page == 1 && written(p) ? static_cast<std::uint8_t>(p * 13 + 1) : pattern_byte(i, 5);
+    wrong += after[i] != expected;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(Writes, ReachTheFileAtANormalExitWithoutUnmap) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();

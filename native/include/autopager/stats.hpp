@@ -8,6 +8,7 @@ namespace autopager {
 
 struct Stats {
   std::uint64_t page_size = 0;         // the pager's page size in bytes (a region smaller than it has its own)
+  std::uint64_t read_ahead_run_pages = 0;  // pages one read-ahead read covers (1: a page at a time)
   std::uint64_t read_faults = 0;       // faults on missing pages by reads
   std::uint64_t write_faults = 0;      // faults by writes (missing pages, or first write to a clean page)
   std::uint64_t fills = 0;             // pages read from a store and installed (demand, read-ahead, prefetch)

@@ -25,6 +25,7 @@ namespace {
 py::dict stats_to_dict(const Stats& stats) {
   py::dict out;
   out["page_size"] = stats.page_size;
+  out["read_ahead_run_pages"] = stats.read_ahead_run_pages;
   out["read_faults"] = stats.read_faults;
   out["write_faults"] = stats.write_faults;
   out["fills"] = stats.fills;
