@@ -3,6 +3,7 @@
 // evictors, who drain to the low water mark.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -40,9 +41,13 @@ class Buffer {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t low_water() const { return low_water_; }
   EvictionPolicy& policy() { return *policy_; }
-  // Serializes every change of one page's state (fill, write-back, eviction).
+  // Serializes every change of one page's state (fill, write-back, eviction). Consecutive pages share a
+  // stripe up to 256 KiB, so that a run of small pages (an 8 MiB write-back, a read-ahead run) takes a few
+  // stripes, not one a page: at most 32, within the 64 locks a thread ThreadSanitizer follows.
   std::mutex& lock_for(const Region& region, std::uint64_t page) {
-    return stripes_[(region.id * 0x9E3779B97F4A7C15ull + page) % stripes_.size()].m;
+    constexpr std::uint64_t kStripeBytes = 256u << 10;
+    const std::uint64_t group = page / std::max<std::uint64_t>(1, kStripeBytes / region.page_size);
+    return stripes_[(region.id * 0x9E3779B97F4A7C15ull + group) % stripes_.size()].m;
   }
   // The stripes of pages [first, first + count) of a region, each locked once, in address order: the
   // one way two stripes are ever held together (write-back of consecutive pages with one write).
