@@ -202,6 +202,24 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def variants_of(args: argparse.Namespace) -> list[Variant]:
+    """What a round runs: both pagers at each --page-sizes, the kernel, ours alone at each --ours-page-sizes, the
+    --defaults, the kernel at each --kernel-read-ahead, and ours with each --ours-with at every page size of ours."""
+    sizes = [parse_size(s) for s in args.page_sizes.split(",")]
+    variants = [Variant(lib, size) for size in sizes for lib in ("ours", "llnl")] + [Variant(KERNEL, None)]
+    ours_sizes = [parse_size(s) for s in args.ours_page_sizes.split(",") if s]
+    variants += [Variant("ours", size) for size in ours_sizes]
+    variants += [Variant(library, None) for library in args.defaults.split(",") if library]
+    variants += [Variant(KERNEL, None, disk_read_ahead_kib=int(kib)) for kib in args.kernel_read_ahead.split(",") if kib]
+    for text in args.ours_with:
+        settings = tuple(tuple(item.split("=", 1)) for item in text.split(","))
+        unknown = [name for name, _ in settings if name not in ENV_VARS or name in ("page_size", "buffer_size")]
+        if unknown:
+            sys.exit(f"bench_llnl: --ours-with {text!r}: not a parameter besides page_size and buffer_size: {unknown}")
+        variants += [Variant("ours", size, settings) for size in sizes + ours_sizes]
+    return variants
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llnl", help="LLNL UMap's install prefix (bin/umapsort, bin/bfs, lib/libumap.so)")
@@ -209,6 +227,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ours", default=str(REPO / "build" / "native"), help="the directory of our libumap.so")
     parser.add_argument("--programs", default="sort,bfs,bfs-memory")
     parser.add_argument("--page-sizes", default="1MiB,4MiB", help="page sizes run by both pagers")
+    parser.add_argument("--ours-page-sizes", default="", help="page sizes run by our pager only, e.g. 4KiB,64KiB "
+                        "(LLNL UMap's small pages take minutes on these programs)")
     parser.add_argument("--defaults", default="", help="pagers also run at their own defaults: ours, llnl or "
                         "ours,llnl (LLNL's are 4 KiB pages: about 700 s on the 4 GiB sort)")
     parser.add_argument("--ours-with", action="append", default=[], metavar="NAME=VALUE[,NAME=VALUE...]",
@@ -250,16 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 "bfs": lambda: bfs_program(args, llnl / "bin", args.buffer),
                 "bfs-memory": lambda: bfs_program(args, llnl / "bin", args.bfs_memory)}
     chosen = [programs[name]() for name in args.programs.split(",")]
-    sizes = [parse_size(s) for s in args.page_sizes.split(",")]
-    variants = [Variant(lib, size) for size in sizes for lib in ("ours", "llnl")] + [Variant(KERNEL, None)]
-    variants += [Variant(library, None) for library in args.defaults.split(",") if library]
-    variants += [Variant(KERNEL, None, disk_read_ahead_kib=int(kib)) for kib in args.kernel_read_ahead.split(",") if kib]
-    for text in args.ours_with:
-        settings = tuple(tuple(item.split("=", 1)) for item in text.split(","))
-        unknown = [name for name, _ in settings if name not in ENV_VARS or name in ("page_size", "buffer_size")]
-        if unknown:
-            sys.exit(f"bench_llnl: --ours-with {text!r}: not a parameter besides page_size and buffer_size: {unknown}")
-        variants += [Variant("ours", size, settings) for size in sizes]
+    variants = variants_of(args)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     shuffle = random.Random(0)

@@ -1,5 +1,6 @@
-"""experiments/bench_llnl.py's graph: our bfs workload's R-MAT graph, generated on first use and written in
-LLNL's CSR layout (n+1 64-bit offsets, then the 64-bit neighbours) for LLNL's own bfs program."""
+"""experiments/bench_llnl.py: its graph, our bfs workload's R-MAT graph, generated on first use and written in
+LLNL's CSR layout (n+1 64-bit offsets, then the 64-bit neighbours) for LLNL's own bfs program; and the variants a
+round runs."""
 from __future__ import annotations
 
 import os
@@ -33,3 +34,11 @@ def test_llnl_graph_generates_our_graph_once_and_writes_it_in_llnl_csr_layout(tm
     written = graph.stat().st_mtime_ns
     assert bench_llnl.llnl_graph(args) == (graph, vertices, edges)
     assert graph.stat().st_mtime_ns == written
+
+
+def test_ours_page_sizes_run_on_our_library_alone_and_with_every_ours_with():
+    args = bench_llnl.parse_args(["--page-sizes", "1MiB", "--ours-page-sizes", "64KiB",
+                                  "--ours-with", "evict_retain=50"])
+    labels = [variant.label for variant in bench_llnl.variants_of(args)]
+    assert sorted(labels) == sorted(["ours 1MiB", "llnl 1MiB", "mmap", "ours 64KiB",
+                                     "ours 1MiB evict_retain=50", "ours 64KiB evict_retain=50"])
