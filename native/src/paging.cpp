@@ -90,12 +90,9 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   const bool past_end = got == 0 && region.page_bytes(page) > 0;
   if (got > 0 && static_cast<std::size_t>(got) < page_size) std::memset(io_buffer + got, 0, page_size - got);
 
-  std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.closing.load()) {  // unmapped while the read was in flight: drop it
-    region.set_state(page, PageState::kAbsent);
-    lock.unlock();
-    buffer_.release();
-    uffd_.wake(region.page_address(page), page_size);
+    abandon_fill_locked(region, page);
     return false;
   }
   if (read_error != 0 || past_end) {
@@ -104,10 +101,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
                         read_error != 0 ? "its store could not be read" : "it lies past the end of its store",
                         HoldsSlot::kYes);
     } else {  // read-ahead: leave it to a fault, which reads it again
-      region.set_state(page, PageState::kAbsent);
-      lock.unlock();
-      buffer_.release();
-      uffd_.wake(region.page_address(page), page_size);
+      abandon_fill_locked(region, page);
     }
     return false;
   }
@@ -125,15 +119,10 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   // page filling waits for this fill's wake: every failed copy wakes them too.
   if (err == EEXIST) uffd_.wake(region.page_address(page), page_size);
   if (err != 0 && err != EEXIST) {
-    region.set_state(page, PageState::kAbsent);
     if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
     stats_.fills.fetch_sub(1, std::memory_order_relaxed);
     stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
-    lock.unlock();
-    buffer_.release();
-    uffd_.wake(region.page_address(page), page_size);
-    if (err != ENOENT && err != ESRCH)  // the range is going away (unmap, exit)
-      std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
+    abandon_install_locked(region, page, err);
     return false;
   }
   buffer_.policy().on_fill(PageRef{region_ptr, page});
@@ -168,6 +157,12 @@ void Paging::abandon_fill_locked(Region& region, std::uint64_t page) {
   uffd_.wake(region.page_address(page), region.page_size);
 }
 
+void Paging::abandon_install_locked(Region& region, std::uint64_t page, int err) {
+  abandon_fill_locked(region, page);
+  if (err != ENOENT && err != ESRCH)  // the range is going away (unmap, exit)
+    std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
+}
+
 void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::uint64_t count, char* io_buffer,
                         ssize_t got) {
   Region& region = *region_ptr;
@@ -198,9 +193,7 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
         ++installed;
         continue;
       }
-      abandon_fill_locked(region, first + i);
-      if (err != ENOENT && err != ESRCH)
-        std::fprintf(stderr, "autopager: installing a page failed: %s\n", std::strerror(err));
+      abandon_install_locked(region, first + i, err);
     }
   }
   if (installed < covered) {

@@ -108,6 +108,8 @@ class Paging {
   // Under the page's stripe lock.
   // Gives up a claimed page that was not installed: absent again, its slot back, its waiters woken.
   void abandon_fill_locked(Region& region, std::uint64_t page);
+  // The same for a page whose copy failed with `err`, said on stderr unless the range is going away.
+  void abandon_install_locked(Region& region, std::uint64_t page, int err);
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
                          HoldsSlot holds_slot);
   void note_write_back(int err);
