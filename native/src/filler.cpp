@@ -98,7 +98,7 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
   pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
-  if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) wake_unless_filling(*region, page);
+  if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);
   record_service(fault.read_at);
   return true;
 }
@@ -125,6 +125,12 @@ void Filler::start_run(const PageRun& run) {
   std::uint64_t first = 0;
   const std::uint64_t count = paging_.claim_run(region, run.lead, run.direction, run.count, first);
   if (count == 0) return;
+  // Checked once the pages are claimed, so that none can be evicted meanwhile: a run whose filler stalled
+  // between taking and claiming it would otherwise bring back pages the scan has passed.
+  if (pool_.read_ahead_passed(run, first, count)) {
+    paging_.finish_run(run.region, first, count, nullptr, 0);  // nothing read: gives the pages back
+    return;
+  }
   const unsigned slot = run_slots_->acquire();
   char* data = run_slots_->buffer(slot);
   const std::size_t bytes = count * region.page_size;
@@ -216,12 +222,6 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
   read.region.reset();
   if (run_slot) run_slots_->release(completion.slot - run_read_base_);
   else slots_.release(completion.slot);
-}
-
-// A fault on a page that another read is bringing in waits for that read's copy, which wakes it;
-// waking it now would only make it fault again.
-void Filler::wake_unless_filling(const Region& region, std::uint64_t page) {
-  if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
 }
 
 void Filler::record_service(std::chrono::steady_clock::time_point read_at) {

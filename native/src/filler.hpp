@@ -101,7 +101,6 @@ class Filler {
   // Claims a run's pages and reads them into a free run slot: queued in the ring, or in place.
   void start_run(const PageRun& run);
   void finish_read(const ReadQueue::Completion& completion);
-  void wake_unless_filling(const Region& region, std::uint64_t page);
   // True once the pool's stop event has fired (its eventfd stays readable).
   bool stop_requested() const;
   void report_read_error(int err);

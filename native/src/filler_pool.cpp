@@ -65,7 +65,7 @@ void FillerPool::report_setup(std::exception_ptr error) {
 
 void FillerPool::prefetch(PageRef page) {
   std::lock_guard<std::mutex> lock(mutex_);
-  speculative_.push_back(PageRun{std::move(page.region), page.page, 1, 1});
+  speculative_.push_back(PageRun{std::move(page.region), page.page, 1, 1, true});
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 
@@ -108,9 +108,8 @@ void FillerPool::serve() {
       continue;
     }
     may_lead = true;
-    if (can_start && !speculative_.empty()) {
-      PageRun run = std::move(speculative_.front());
-      speculative_.pop_front();
+    PageRun run;
+    if (can_start && take_speculative(run)) {
       lock.unlock();
       self.start_speculative(run, MayBlock::kYes);
       run.region.reset();
@@ -146,9 +145,8 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
   };
   for (;;) {
     // Start queued read-ahead while the ring has room; a page to read in place goes to the followers.
-    while (self.has_free_slot() && !speculative_.empty()) {
-      PageRun run = std::move(speculative_.front());
-      speculative_.pop_front();
+    PageRun run;
+    while (self.has_free_slot() && take_speculative(run)) {
       lock.unlock();
       bool started = self.start_speculative(run, MayBlock::kNo);
       lock.lock();
@@ -199,6 +197,16 @@ bool FillerPool::lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vec
   }
 }
 
+bool FillerPool::take_speculative(PageRun& run) {
+  while (!speculative_.empty()) {
+    run = std::move(speculative_.front());
+    speculative_.pop_front();
+    const std::uint64_t first = run.direction > 0 ? run.lead : run.lead + 1 - run.count;
+    if (run.prefetch || !run.region->read_ahead.passed(first, run.count, run.direction)) return true;
+  }
+  return false;
+}
+
 void FillerPool::record_fill_time(std::uint64_t ns) {
   std::uint64_t average = fill_ns_average_.load(std::memory_order_relaxed);
   fill_ns_average_.store(average - average / 8 + ns / 8, std::memory_order_relaxed);
@@ -231,6 +239,12 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
     speculative_.push_back(read_ahead_run(region, lead, run, towards));
   }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
+}
+
+bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count) {
+  if (run.prefetch) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return run.region->read_ahead.passed(first, count, run.direction);
 }
 
 void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run) {

@@ -48,6 +48,8 @@ class FillerPool {
   // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its
   // stream, if it goes on (read_ahead.hpp).
   void continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run);
+  // Whether the scan that `run` reads ahead of has gone past its pages [first, first + count) (read_ahead.hpp).
+  bool read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count);
   // How long a demand fill in place took, for the moving average fills_are_fast() reads.
   void record_fill_time(std::uint64_t ns);
 
@@ -60,6 +62,8 @@ class FillerPool {
   // Runs `self` as the fault reader until the role must go to another filler; false, or true at shutdown.
   bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<Fault>& batch);
   bool fills_are_fast() const;
+  // Under the lock: the next queued speculative read worth starting, dropping read-ahead the scan has passed.
+  bool take_speculative(PageRun& run);
 
   const Config& config_;
   const PageMemory memory_;

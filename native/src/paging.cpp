@@ -231,6 +231,14 @@ void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillReq
   uffd_.wake(address, region.page_size);
 }
 
+void Paging::wake_unless_filling(Region& region, std::uint64_t page) {
+  // A fill marks its page resident before the copy that maps it, both under the page's stripe: without the
+  // stripe, a wake between the two makes the thread fault again at once, and again, for as long as the copy
+  // takes, with the filler copying kept off the cores by the thread and the filler serving its faults.
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+  if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
+}
+
 void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   // A write just after a page written before it is taken for a sequential writer: the clean pages after it,

@@ -64,6 +64,9 @@ class Paging {
   void finish_run(const RegionPtr& region, std::uint64_t first, std::uint64_t count, char* io_buffer, ssize_t got);
   // Reads `n` bytes of the store at `offset`, trying `attempts` times while it fails.
   static ssize_t read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts);
+  // Wakes the threads faulting on a page that needs no fill from them, unless it is filling: that fill's copy
+  // wakes them, and waking them before it would only make them fault again.
+  void wake_unless_filling(Region& region, std::uint64_t page);
   // The first write to a clean, write-protected page: mark it dirty and let the writer through (with the
   // clean pages after it, up to a read-ahead run, when the page before it is dirty).
   void resolve_write(Region& region, std::uint64_t page);

@@ -68,4 +68,20 @@ bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::ui
   return false;
 }
 
+bool ReadAheadStreams::passed(std::uint64_t first, std::uint64_t count, int direction) const {
+  if (count == 0) return false;
+  const std::uint64_t last = first + count - 1;
+  bool behind_one = false;
+  for (const Stream& s : streams_) {
+    if (s.window == 0 || s.direction != direction) continue;
+    // The page of the range nearest the fault on its far side, if any.
+    const bool some_ahead = direction > 0
+                                ? last > s.newest_fault && s.ahead(std::max(first, s.newest_fault + 1), 1, s.window)
+                                : first < s.newest_fault && s.ahead(std::min(last, s.newest_fault - 1), -1, s.window);
+    if (some_ahead) return false;
+    behind_one = behind_one || (direction > 0 ? last <= s.newest_fault : first >= s.newest_fault);
+  }
+  return behind_one;
+}
+
 }  // namespace autopager

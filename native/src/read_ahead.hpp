@@ -40,6 +40,10 @@ class ReadAheadStreams {
   // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
   // the next read and its pages, when its stream goes on.
   bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, std::uint64_t& next_run) const;
+  // Whether a stream in `direction` has faulted past pages [first, first + count) and no stream has any of
+  // them ahead: a read of them that waited (queued, or its filler not running) while the scan went on
+  // would bring back pages it is done with, evicted meanwhile.
+  bool passed(std::uint64_t first, std::uint64_t count, int direction) const;
   // The most pages a read covers.
   unsigned run_pages() const { return run_pages_; }
 

@@ -114,6 +114,7 @@ struct PageRun {
   std::uint64_t lead;
   std::uint64_t count;
   int direction;
+  bool prefetch = false;  // asked for by umap_prefetch: read even where no stream goes
 };
 
 }  // namespace autopager

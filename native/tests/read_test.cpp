@@ -134,7 +134,7 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   for (std::size_t i = 0; i < pages * page; i += 64) wrong += bytes[i] != testing::pattern_byte(i, 1);
   EXPECT_EQ(wrong, 0u);
   const Stats s = pager.stats();
-  EXPECT_EQ(s.fills, pages);
+  EXPECT_EQ(s.fills, pages) << s.to_json();
   EXPECT_EQ(s.bytes_read, pages * page);
   // The faults' own reads (a page each) and runs, some cut short by a page a fault brought in first: a
   // few times pages / run requests, where a page a request would be `pages`.
