@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -27,7 +28,7 @@ from evaluation.findings import real_findings  # noqa: E402
 from evaluation.real_figures import COLUMNS  # noqa: E402
 from evaluation.real_report import ax_versus_grid, write_real_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
-from autopager.analysis import load_study  # noqa: E402
+from autopager.analysis import load_study, runs  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
 from autopager.progress import speedup  # noqa: E402
 
@@ -231,10 +232,16 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
     figures = pd.read_csv(out / "real_figures.csv")
     large = figures[figures.scale == LARGE].set_index("method")
     for method in ("ax", "grid", "pagesize"):
-        confirmed = load_study(out / "studies" / LARGE / "sort" / method).confirmed()
+        study = load_study(out / "studies" / LARGE / "sort" / method)
+        confirmed = study.confirmed()
         assert large.loc[method, "confirmed_speedup"] == pytest.approx(confirmed["speedup"])
         assert large.loc[method, "confirmed_low"] <= confirmed["speedup"] <= large.loc[method, "confirmed_high"]
         assert len(confirmed["values"]) == 3
+        # a run's length is the winner's confirmation runs' wall time, one run at a time
+        rounds = study.trials[(study.trials.kind == "confirm") & (study.trials.confirms == confirmed["trial"])]
+        assert len(rounds) == 3
+        assert large.loc[method, "run_seconds"] == pytest.approx(
+            statistics.median(row.wall_seconds / len(runs(row)) for _, row in rounds.iterrows()))
     # the transfer measures what the small study would save: its confirmed winner, not its luckiest run
     winner = load_study(out / "studies" / SMALL / "sort" / "ax").confirmed()["params"]
     transfer = load_study(out / "studies" / LARGE / "sort" / TRANSFER)
@@ -355,3 +362,23 @@ def test_ax_and_a_grid_over_different_defaults_are_reported_as_not_comparable():
     found, table = report("page_size=1048576")
     assert any("Ax is behind the grid" in text and "at 0.25x the grid's tuning time" in text for text in found)
     assert "| yes |" in table
+
+
+def test_a_tuned_figure_from_runs_shorter_than_ten_seconds_is_reported_as_such():
+    """The issue's figures come from runs of at least 10 s: the summary states a run's length beside the tuned figure
+    and flags, among the disappointing findings, a tuned winner whose runs were shorter."""
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+
+    def found(run_seconds: float) -> list[str]:
+        figures = pd.DataFrame([{"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize",
+                                 "method": "ax", "value": 6.0, "low": 5.9, "high": 6.2, "runs": 3,
+                                 "confirmed_speedup": 1.3, "confirmed_low": 1.2, "confirmed_high": 1.4,
+                                 "wall_seconds": 600.0, "run_seconds": run_seconds, "defaults": "page_size=1048576"}],
+                               columns=COLUMNS)
+        return real_findings(figures, plan)
+
+    short = found(6.24)
+    assert short[0] == ("**synthetic (large): runs shorter than 10 s**: a run of the tuned winner takes 6.2 s "
+                        "(wall time, the program's start included).")
+    assert not any("shorter than" in text for text in found(10.5))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
-from evaluation.plan import LARGE, SMALL, TRANSFER, Plan
+from evaluation.plan import LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
 from evaluation.studies import Places
 from autopager.analysis import load_study
@@ -109,7 +110,8 @@ def findings(figures: pd.DataFrame, plan: Plan, places: Places) -> list[str]:
 
 def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
-    the confirmed speedup above 1), where the kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
+    the confirmed speedup above 1), whether its winner's runs were as long as the evaluation asks, where the
+    kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
     figure is behind the grid's and at what cost (when both searched over the same defaults), and what capping saved."""
     found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
              f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
@@ -122,6 +124,9 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
                          f"over our defaults is {text}.")
         else:
             found.append(f"{where}: tuned pager over our defaults, confirmed: {text}.")
+        if not md.missing(tuned.run_seconds) and tuned.run_seconds < SHORTEST_RUN_SECONDS:
+            found.append(f"**{where}: runs shorter than {SHORTEST_RUN_SECONDS:.0f} s**: a run of the tuned winner "
+                         f"takes {tuned.run_seconds:.1f} s (wall time, the program's start included).")
         for method in (*KERNELS, "llnl"):
             reference = part.loc[method] if method in part.index else None
             ratio = against(tuned, reference)

@@ -24,7 +24,7 @@ def number(value: Any) -> str:
     return "-" if missing(value) else f"{value:.4g}"
 
 
-def seconds(value: Any) -> str:
+def seconds(value: Any, digits: int = 0) -> str:
     if missing(value):
         return "-"
-    return f"{value:.0f} s" if value < 600 else f"{value / 60:.1f} min"
+    return f"{value:.{digits}f} s" if value < 600 else f"{value / 60:.1f} min"

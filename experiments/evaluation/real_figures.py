@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from autopager.analysis import StudyResult, load_study
+from autopager.analysis import StudyResult, load_study, runs
 from autopager.goal import Goal
 from evaluation import markdown as md
 from evaluation.kernel import load_kernel
@@ -26,11 +26,19 @@ KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KI
 SEARCHES = (*REAL_METHODS, UNCAPPED)
 COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
            "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
-           "time_to_best_seconds", "read_ahead_kib", "page_size", "defaults", "incomplete"]
+           "time_to_best_seconds", "run_seconds", "read_ahead_kib", "page_size", "defaults", "incomplete"]
 
 
 def spread(values: list[float]) -> tuple[float | None, float | None]:
     return (min(values), max(values)) if values else (None, None)
+
+
+def seconds_a_run(rows: pd.DataFrame) -> float | None:
+    """The median wall time of one run over ``rows`` of a study's table (each row's time over its runs), the
+    program's start and its untimed set-up included: what a user waits for a run."""
+    times = [row.wall_seconds / len(runs(row)) for _, row in rows.iterrows()
+             if runs(row) and pd.notna(row.wall_seconds)]
+    return statistics.median(times) if times else None
 
 
 def search_row(study: StudyResult) -> dict[str, Any]:
@@ -44,7 +52,9 @@ def search_row(study: StudyResult) -> dict[str, Any]:
     return row | {"wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best(),
                   "value": confirmed["value"], "low": low, "high": high, "runs": len(confirmed["values"]),
                   "confirmed_speedup": confirmed["speedup"], "confirmed_low": confirmed["low"],
-                  "confirmed_high": confirmed["high"], "page_size": confirmed["params"].get("page_size")}
+                  "confirmed_high": confirmed["high"], "page_size": confirmed["params"].get("page_size"),
+                  "run_seconds": seconds_a_run(study.trials[(study.trials.kind == "confirm")
+                                                            & (study.trials.confirms == confirmed["trial"])])}
 
 
 def finished(row: pd.Series | None) -> bool:
@@ -62,12 +72,19 @@ def method_rows(plan: Plan, places: Places, workload: str, scale: str) -> dict[s
     for method in (*FIXED, *SEARCHES):
         study = load_study(places.study(scale, workload, method))
         if study is not None:
-            rows[method] = measured_row(study.default_values()) if method in FIXED else search_row(study)
+            if method in FIXED:
+                started = study.trials[(study.trials.kind == "default") & (study.trials.status == "ok")]
+                rows[method] = measured_row(study.default_values()) | {"run_seconds": seconds_a_run(started)}
+            else:
+                rows[method] = search_row(study)
             rows[method].update(metric=study.metric, goal=study.goal)
     for method, read_ahead in KERNELS.items():
         kernel = load_kernel(places, scale, workload, read_ahead)
         if kernel is not None:
-            rows[method] = measured_row(kernel["values"]) | {"read_ahead_kib": kernel.get("read_ahead_kib")}
+            done = len(kernel.get("runs") or kernel["values"])
+            rows[method] = measured_row(kernel["values"]) | {
+                "read_ahead_kib": kernel.get("read_ahead_kib"),
+                "run_seconds": kernel["seconds"] / done if kernel.get("seconds") and done else None}
     llnl = load_llnl(places, scale, workload)
     if llnl is not None:
         rows["llnl"] = measured_row(llnl["values"]) | {"page_size": llnl["page_size"]}

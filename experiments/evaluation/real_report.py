@@ -38,23 +38,24 @@ def reference_name(row: pd.Series) -> str:
 
 def versus(figures: pd.DataFrame, plan: Plan) -> str:
     """The tuned pager (its best confirmed search) against each reference, per workload and scale."""
-    header = ["workload", "scale", "metric", "tuned (method)", "over our defaults, confirmed (rounds)",
+    header = ["workload", "scale", "metric", "tuned (method)", "a run of it", "over our defaults, confirmed (rounds)",
               *(f"over {name}" for name in ("our defaults' step", "UMap's defaults", "kernel mmap (disk's read-ahead)",
                                             f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
     rows = []
     for workload, scale, part, tuned in tuned_parts(figures, plan):
         confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
         others = [ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
-        rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})", confirmed, *others])
+        rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})",
+                     md.seconds(tuned.run_seconds, 1), confirmed, *others])
     return md.table(header, rows)
 
 
 def measured(figures: pd.DataFrame) -> str:
     """Every reference's median and range, stated with what it was (read-ahead, page size)."""
     part = figures[figures.method.isin(REFERENCES)]
-    return md.table(["workload", "scale", "what", "median", "min", "max", "runs"],
+    return md.table(["workload", "scale", "what", "median", "min", "max", "runs", "a run"],
                     [[r.workload, r.scale, reference_name(r), md.number(r.value), md.number(r.low),
-                      md.number(r.high), md.number(r.runs)] for _, r in part.iterrows()])
+                      md.number(r.high), md.number(r.runs), md.seconds(r.run_seconds, 1)] for _, r in part.iterrows()])
 
 
 def tuning_cost(row: pd.Series) -> str:
