@@ -101,10 +101,13 @@ class StudyResult:
         """The value of the defaults' first run (NaN if it has none)."""
         return self.trials[self.trials.kind == "default"].value.iloc[0]
 
+    def default_rows(self) -> pd.DataFrame:
+        """The defaults' trials that start the study and succeeded (for a fixed-parameter study: those parameters)."""
+        return self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
+
     def default_values(self) -> list[float]:
-        """The defaults' run(s) that start the study (for a fixed-parameter study: those parameters)."""
-        rows = self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
-        return [value for _, row in rows.iterrows() for value in runs(row)]
+        """The values of the runs of ``default_rows``."""
+        return [value for _, row in self.default_rows().iterrows() for value in runs(row)]
 
     def records(self) -> list[dict[str, Any]]:
         """The trials as the tuner reads them (autopager.table.parse_row: kinds and statuses, None for an empty

@@ -72,19 +72,15 @@ def method_rows(plan: Plan, places: Places, workload: str, scale: str) -> dict[s
     for method in (*FIXED, *SEARCHES):
         study = load_study(places.study(scale, workload, method))
         if study is not None:
-            if method in FIXED:
-                started = study.trials[(study.trials.kind == "default") & (study.trials.status == "ok")]
-                rows[method] = measured_row(study.default_values()) | {"run_seconds": seconds_a_run(started)}
-            else:
-                rows[method] = search_row(study)
+            rows[method] = (measured_row(study.default_values()) | {"run_seconds": seconds_a_run(study.default_rows())}
+                            if method in FIXED else search_row(study))
             rows[method].update(metric=study.metric, goal=study.goal)
     for method, read_ahead in KERNELS.items():
         kernel = load_kernel(places, scale, workload, read_ahead)
         if kernel is not None:
-            done = len(kernel.get("runs") or kernel["values"])
             rows[method] = measured_row(kernel["values"]) | {
                 "read_ahead_kib": kernel.get("read_ahead_kib"),
-                "run_seconds": kernel["seconds"] / done if kernel.get("seconds") and done else None}
+                "run_seconds": kernel["seconds"] / len(kernel["runs"]) if kernel.get("seconds") else None}
     llnl = load_llnl(places, scale, workload)
     if llnl is not None:
         rows["llnl"] = measured_row(llnl["values"]) | {"page_size": llnl["page_size"]}
