@@ -34,6 +34,11 @@ from autopager.table import DamagedRow, parse_row
 from autopager.workloads import Workload
 
 
+# Between two trials the tuner only writes its table (milliseconds): a longer gap with no trial asked for or
+# running is a study stopped and resumed later.
+STOPPED_SECONDS = 60.0
+
+
 @dataclass
 class StudyResult:
     directory: Path
@@ -164,11 +169,16 @@ class StudyResult:
 
     def elapsed(self) -> pd.Series:
         """Seconds from the study's first trial start to the end of each trial, the strategy's own time
-        (Ax's model fits) included. A resumed study also counts the time it was stopped. A trial starts when
-        it is asked for (tables written before the tuner kept milliseconds start at whole seconds, after the
-        ask: their ends are kept in order)."""
+        (Ax's model fits) included, the time a resumed study was stopped not: a gap of more than
+        ``STOPPED_SECONDS`` with no trial asked for or running. A trial starts when it is asked for (tables
+        written before the tuner kept milliseconds start at whole seconds, after the ask: their ends are kept in
+        order, and their gaps of up to a second are kept)."""
         started = self.started()
-        return ((started - started.min()).dt.total_seconds() + self.trials.seconds.fillna(0)).cummax()
+        seconds = self.trials.seconds.fillna(0)
+        ends = started + pd.to_timedelta(seconds, unit="s")
+        gaps = (started - ends.cummax().shift()).dt.total_seconds().fillna(0)
+        stopped = gaps.where(gaps > STOPPED_SECONDS, 0).cumsum()
+        return ((started - started.min()).dt.total_seconds() - stopped + seconds).cummax()
 
     def started(self) -> pd.Series:
         return pd.to_datetime(self.trials.started, utc=True, format="ISO8601")

@@ -382,3 +382,25 @@ def test_a_tuned_figure_from_runs_shorter_than_ten_seconds_is_reported_as_such()
     assert short[0] == ("**synthetic (large): runs shorter than 10 s**: a run of the tuned winner takes 6.2 s "
                         "(wall time, the program's start included).")
     assert not any("shorter than" in text for text in found(10.5))
+
+
+def test_capping_that_saved_no_time_is_among_the_disappointing_findings():
+    """Capping is there to save tuning time: where the capped Ax study took longer than the uncapped one, the
+    summary says so first, among the disappointing findings; where it saved time, it gives the ratio."""
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+
+    def found(capped_seconds: float) -> list[str]:
+        def ax(method: str, seconds: float, capped: int) -> dict:
+            return {"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize",
+                    "method": method, "value": 6.0, "low": 5.9, "high": 6.2, "runs": 3, "confirmed_speedup": 1.3,
+                    "confirmed_low": 1.2, "confirmed_high": 1.4, "trials": 30, "capped": capped, "failed": 0,
+                    "wall_seconds": seconds, "run_seconds": 12.0, "defaults": "page_size=1048576"}
+        return real_findings(pd.DataFrame([ax("ax", capped_seconds, 3), ax("ax-uncapped", 800.0, 0)],
+                                          columns=COLUMNS), plan)
+
+    slower = found(1000.0)
+    assert slower[0].startswith("**synthetic (large): capping saved no time**: the capped Ax study took 1.25x")
+    assert "synthetic (large): capping made Ax's study take 0.75x the uncapped study's time (3 capped runs)." \
+        in found(600.0)
+    assert not any("saved no time" in text for text in found(600.0))

@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from autopager.analysis import StudyResult
 from autopager.cli import main
 from conftest import autopager_process
 
@@ -65,3 +66,16 @@ def test_a_study_resumes_only_with_the_same_settings(tuner_home, capsys):
     assert main([*args, "space.read_ahead=2", "study.name=other"]) == 0
     assert main([*args, "study.resume=false"]) == 2
     assert "exists and study.resume=false" in capsys.readouterr().err
+
+
+def test_the_time_a_study_was_stopped_is_not_counted_in_its_tuning_time(tmp_path):
+    """Stopped for 89 minutes after its second trial, resumed: its elapsed time leaves the stop out, and keeps
+    the sub-second gaps of tables with whole-second starts."""
+    table = pd.DataFrame({
+        "trial": range(4), "kind": ["default", "search", "search", "search"], "status": "ok",
+        "value": [1.0, 2.0, 3.0, 4.0], "seconds": [20.0, 30.0, 15.5, 10.0],
+        "started": ["2026-11-28T07:00:00.000+00:00", "2026-11-28T07:00:20.000+00:00",
+                    "2026-11-28T08:30:00.000+00:00", "2026-11-28T08:30:16.300+00:00"]})
+    study = StudyResult(tmp_path, {"workload": {"metric": "seconds", "goal": "minimize"}}, table)
+    assert study.elapsed().tolist() == pytest.approx([20.0, 50.0, 65.5, 76.3])
+    assert study.wall_seconds() == pytest.approx(76.3)

@@ -150,7 +150,13 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
                          f"{grid.confirmed_speedup:.2f}x, at {cost:.2f}x the grid's tuning time.")
         uncapped = part.loc["ax-uncapped"] if "ax-uncapped" in part.index else None
         if finished(ax) and finished(uncapped) and uncapped.wall_seconds:
-            found.append(f"{where}: capping made Ax's study take {ax.wall_seconds / uncapped.wall_seconds:.2f}x "
-                         f"the uncapped study's time ({ax.capped:.0f} capped runs).")
+            cost = ax.wall_seconds / uncapped.wall_seconds
+            if cost > 1:
+                found.append(f"**{where}: capping saved no time**: the capped Ax study took {cost:.2f}x the "
+                             f"uncapped one's time ({ax.capped:.0f} capped runs); their trials differ, and so may "
+                             f"the days they ran.")
+            else:
+                found.append(f"{where}: capping made Ax's study take {cost:.2f}x the uncapped study's time "
+                             f"({ax.capped:.0f} capped runs).")
     disappointing = [text for text in found if text.startswith("**")]
     return disappointing + [text for text in found if not text.startswith("**")] or ["No study has finished yet."]

@@ -153,7 +153,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "## The tuned pager against the rest\n" + versus(figures, plan),
         "### What each reference measured\n" + measured(figures),
         "## Tuning time of each strategy, capped and uncapped\nWall time from a study's first trial to its "
-        "last, its confirmation and the strategy's own time included.\n\n" + tuning_time(figures, plan),
+        "last, its confirmation and the strategy's own time included, the time a resumed study was stopped "
+        "left out.\n\n" + tuning_time(figures, plan),
         "## Ax against the grid (large size)\n" + ax_versus_grid(figures, plan),
         "## The small size's parameters at the large size\n" + transfer(figures, plan),
         "## Findings, the disappointing ones first\n" + "\n".join(f"- {text}" for text in real_findings(figures, plan)),

@@ -211,7 +211,7 @@ def write_report(plan: Plan, places: Places, command: str) -> Path:
         "## Table III: the best parameters Ax found\nThe buffer is fixed by the workload at each size.\n\n"
         + table3(figures, plan),
         "## Tuning time of each strategy\nWall time from a study's first trial to its last, the strategy's own "
-        "time (Ax's model fits) included.\n\n" + tuning_time(figures, plan),
+        "time (Ax's model fits) included, the time a resumed study was stopped left out.\n\n" + tuning_time(figures, plan),
         "## Findings, including the disappointing ones\n" + "\n".join(f"- {text}" for text in findings(figures, plan, places)),
         "## Noise\nEvery search study starts with a run of the defaults: their spread is the noise of one "
         "measurement here.\n\n" + noise(plan, places),
