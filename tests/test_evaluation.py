@@ -166,7 +166,7 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
         if not isinstance(step, StudySpec):
             continue
         overrides = study_overrides(dataclasses.replace(step, fixed_from=None), plan, places)
-        config, _ = compose_workload(step.workload, overrides, plan)
+        config, _ = compose_workload(step.workload, step.scale, overrides, plan)
         size = plan.size(step.workload, step.scale)
         assert config.workload.size == size.size and config.workload.buffer_size == size.buffer
         assert config.confirm.rounds == 3 and config.noise.defaults_runs == 3, step.label
@@ -175,9 +175,10 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
             assert config.baseline.page_size == os.sysconf("SC_PAGE_SIZE")
             assert config.baseline.fillers == config.baseline.evictors == os.cpu_count()
             assert config.baseline.read_ahead == 0 and config.baseline.direct_io == 0
-        if step.workload in plan.run_lengths:
+        length = plan.run_length(step.workload, step.scale)
+        if length:
             for command in (config.workload.command, config.workload.mmap_command):
-                assert command.count(plan.run_lengths[step.workload]) == 1 and "--lookups" not in command, step.label
+                assert command.count(length) == 1 and "--lookups" not in command, step.label
         if step.workload != "bfs":  # MiB of data, several times the buffer (bfs's size is a scale)
             assert size.size * 2**20 >= 3 * size.buffer_bytes, step.label
     for workload in plan.workloads:
@@ -192,7 +193,7 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
         f"{LARGE}/sort/llnl", f"{LARGE}/bfs/llnl", f"{MEMORY}/bfs/llnl"}
     assert plan.size("bfs", MEMORY).buffer_bytes >= 8 * 2**30 and plan.size("sort", LARGE).size == 4096
     # the old plans keep the old protocol
-    config, _ = compose_workload("sort", study_overrides(make_plan("quick").steps[0], make_plan("quick"), places),
+    config, _ = compose_workload("sort", SMALL, study_overrides(make_plan("quick").steps[0], make_plan("quick"), places),
                                  make_plan("quick"))
     assert config.confirm.rounds == 0 and config.runner.cap is None
 

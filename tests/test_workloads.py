@@ -27,6 +27,7 @@ PAGER_ENV = {"UMAP_PAGESIZE": "16384", "UMAP_BUFSIZE": "32"}
 # (name, program and its size options): each is generated once, then run on both backends.
 CASES = [
     ("bfs", ["bfs", "--scale", "12"]),
+    ("bfs_searches", ["bfs", "--scale", "12", "--searches", "3"]),
     ("sort", ["sort", "--size-mib", "4"]),
     ("kv_readseq", ["kv", "--benchmark", "readseq", "--size-mib", "4"]),
     ("kv_readrandom", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--lookups", "3000"]),
@@ -131,6 +132,16 @@ def test_bfs_answer_is_independent_of_threads(data_dir):
     assert one == two
 
 
+def test_each_bfs_search_reads_the_graph_again_and_finds_the_same_levels(data_dir, userfaultfd_problem):
+    if userfaultfd_problem:
+        pytest.skip(f"userfaultfd unavailable: {userfaultfd_problem}")
+    args = ["--scale", "12", "--data-dir", str(data_dir), "--threads", "2"]
+    assert run("bfs", "--generate", *args).returncode == 0
+    one, three = (result_line(run("bfs", *args, "--searches", n, env=PAGER_ENV)) for n in ("1", "3"))
+    assert one["check"] == three["check"] == "ok" and one["checksum"] == three["checksum"]
+    assert three["stats"]["fills"] >= 2 * one["stats"]["fills"], "each search maps the graph anew and reads it again"
+
+
 def test_a_scan_of_several_passes_reads_every_record_each_time(data_dir):
     args = ["--benchmark", "readreverse", "--size-mib", "2", "--data-dir", str(data_dir), "--mmap"]
     assert run("kv", *args, "--generate").returncode == 0
@@ -158,6 +169,7 @@ def test_unknown_option_is_a_usage_error(program):
 
 @pytest.mark.parametrize("program,args,named", [
     ("bfs", ["--scale", "40"], "--scale"),
+    ("bfs", ["--searches", "0"], "--searches"),
     ("sort", ["--size-mib", "many"], "--size-mib"),
     ("kv", ["--benchmark", "writerandom"], "--benchmark"),
     ("kv", ["--value-size", "12"], "--value-size"),

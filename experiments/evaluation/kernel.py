@@ -45,7 +45,7 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
     if saved is not None:
         return saved
     size = plan.size(spec.workload, spec.scale)
-    config, _ = compose_workload(spec.workload, workload_overrides(spec.workload, size, places)
+    config, _ = compose_workload(spec.workload, spec.scale, workload_overrides(spec.workload, size, places)
                                  + list(runner_overrides(plan)), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)

@@ -104,12 +104,15 @@ SIZES[REAL_QUICK] = {
 # defaults), while 10 s of lookups is 10 s whatever the parameters; numpy_gather likewise (16,384 gathers took
 # 4.9 s tuned and 100 s on the kernel at 8 MiB read-ahead), in batches of 256 so that the batch running at the
 # deadline adds at most about a second. The LMDB scans read the 3.3 GB database in about
-# 1.6 s at our defaults: seven passes make a run of 11 s.
+# 1.6 s at our defaults: seven passes make a run of 11 s. A search of bfs's scale-24 graph from the disk took 5.1-5.8 s
+# tuned with a 1 GiB buffer and 2.9 s in memory: a run is the mean of several, each from the disk on a new mapping,
+# so its figure stays a search's, as LLNL UMap's bfs gives it. A length is a workload's, or a size's (by scale).
 RUN_LENGTHS = {"full": {"kv_readrandom": "--lookups 5000", "lookup": "--lookups 2000"},
                "quick": {"kv_readrandom": "--lookups 500", "lookup": "--lookups 200"},
                REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10",
                       "numpy_gather": "--seconds 10 --batch 256",
-                      "lmdb_readseq": "--passes 7", "lmdb_readreverse": "--passes 7"},
+                      "lmdb_readseq": "--passes 7", "lmdb_readreverse": "--passes 7",
+                      "bfs": {SMALL: "--searches 4", LARGE: "--searches 2", MEMORY: "--searches 4"}},
                REAL_QUICK: {"lmdb_readrandom": "--lookups 500", "lookup": "--lookups 200"}}
 
 # the shortest run, in wall seconds, whose figures the real evaluation takes as measured at its size (issue 17)
@@ -198,12 +201,17 @@ class Plan:
     workloads: tuple[str, ...]
     sizes: dict[str, dict[str, Size]]
     budget: Budget
-    run_lengths: dict[str, str]  # a workload's "--lookups N" in its commands becomes this, or it is added
+    run_lengths: dict[str, str | dict[str, str]]  # see RUN_LENGTHS
     steps: list[StudySpec | KernelSpec | LlnlSpec] = field(default_factory=list)
     log: str = "steps.csv"  # each step's outcome, in the output directory
 
     def size(self, workload: str, scale: str) -> Size:
         return self.sizes[workload][scale]
+
+    def run_length(self, workload: str, scale: str) -> str | None:
+        """What a run of the workload at that size does instead of its config's ``--lookups N`` (or adds)."""
+        length = self.run_lengths.get(workload)
+        return length.get(scale) if isinstance(length, dict) else length
 
     @property
     def real(self) -> bool:

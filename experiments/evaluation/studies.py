@@ -50,12 +50,12 @@ def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
             f"data_dir={places.data_dir}"]
 
 
-def compose_workload(workload: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
-    """The tuner's configuration for ``overrides``, with the plan's run length in the workload's commands: in place
-    of their ``--lookups N``, or added to a command without one."""
+def compose_workload(workload: str, scale: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
+    """The tuner's configuration for ``overrides``, with the plan's run length at that size in the workload's
+    commands: in place of their ``--lookups N``, or added to a command without one."""
     config, choices = compose(overrides)
-    if workload in plan.run_lengths:
-        length = plan.run_lengths[workload]
+    length = plan.run_length(workload, scale)
+    if length:
         commands = {key: config.workload[key] for key in ("command", "mmap_command")}  # resolved before either changes
         with open_dict(config):
             for key, command in commands.items():
@@ -126,7 +126,7 @@ def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:
 
 def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[str, ...]]) -> None:
     """Run (or resume) the study; raises StudyError (or the tuner's ConfigError) when it cannot."""
-    config, choices = compose_workload(spec.workload, study_overrides(spec, plan, places), plan)
+    config, choices = compose_workload(spec.workload, spec.scale, study_overrides(spec, plan, places), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     try:
         prepare(workload, prepared)

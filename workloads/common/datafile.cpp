@@ -134,4 +134,11 @@ std::uint64_t read_sampled_words(const std::string& path, std::uint64_t samples,
   return hash;
 }
 
+void drop_from_page_cache(const std::string& path) {
+  Descriptor file{::open(path.c_str(), O_RDONLY)};
+  if (file.fd < 0) return;
+  ::fdatasync(file.fd);
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 }  // namespace workloads

@@ -47,4 +47,8 @@ using WordReader = std::function<void(std::uint64_t index, std::uint64_t word)>;
 // Returns a hash of the words read.
 std::uint64_t read_sampled_words(const std::string& path, std::uint64_t samples, const WordReader& reader);
 
+// Writes `path`'s dirty pages and asks the kernel to drop the file from its page cache, so that it is next
+// read from the disk (pages mapped by some process stay). Does nothing when the file cannot be opened.
+void drop_from_page_cache(const std::string& path);
+
 }  // namespace workloads

@@ -6,10 +6,8 @@
 // configs) the preload library does, and the result line carries the pager's statistics. Each thread
 // reads its own part of the records, or its share of the lookups. Metric: operations per second.
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <lmdb.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -61,14 +59,6 @@ struct Environment {
 
 std::string database_dir(const std::string& data_dir, std::uint64_t size_mib, std::size_t value_bytes) {
   return data_path(data_dir, "lmdb-" + std::to_string(size_mib) + "m-v" + std::to_string(value_bytes));
-}
-
-void drop_from_page_cache(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
 }
 
 // Puts the records in key order into a database made in a temporary directory, renamed when complete.
