@@ -118,7 +118,7 @@ Result run(const Options& options, const Settings& settings) {
   const std::uint64_t vertices = 1ULL << scale;
   Result result{"seconds", 0, "minimize", "ok", "", ""};
   std::vector<std::uint32_t> levels(vertices);
-  std::string first_summary, problem;
+  std::string first_summary, summary, problem;
   for (std::uint64_t search = 1; search <= searches; ++search) {
     if (search > 1) {
       drop_from_page_cache(files.offsets);
@@ -130,7 +130,7 @@ Result run(const Options& options, const Settings& settings) {
     breadth_first_levels(offsets.as<std::uint64_t>(), neighbors.as<std::uint32_t>(), levels);
     result.value += timer.seconds() / static_cast<double>(searches);
     if (search == searches) result.stats = pager_statistics_json(settings.backend);
-    const std::string summary = searches > 1 ? summarize(levels) : "";
+    summary = summarize(levels);
     if (search == 1) first_summary = summary;
     else if (summary != first_summary && problem.empty())
       problem = "search " + std::to_string(search) + " found other levels than search 1 (" + summary + ")";
@@ -139,7 +139,7 @@ Result run(const Options& options, const Settings& settings) {
   if (problem.empty() && levels[0] != 0) problem = "vertex 0 is not at level 0";
   if (problem.empty() && settings.validation == Validation::full) problem = check_edges(files, levels);
   if (!problem.empty()) result.check = problem;
-  result.checksum = summarize(levels);
+  result.checksum = summary;
   return result;
 }
 
