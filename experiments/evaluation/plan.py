@@ -82,9 +82,11 @@ SIZES = {
 
 # sizes (MiB of data, or bfs's scale) where a run takes 10 s to minutes and the data is several times the buffer;
 # bfs also in memory. lmdb's database is about 1.2 times its records; bfs scale 24 is about 2.3 GB of CSR files.
+# sort's small size is 2 GiB: at 1 GiB a tuned run took 8.8 s.
 _REAL = {SMALL: Size(1024, "256MiB"), LARGE: Size(4096, "1GiB")}
 SIZES[REAL] = {
-    "sort": _REAL, "lookup": _REAL, "stream": _REAL, "numpy_gather": _REAL,
+    "sort": {SMALL: Size(2048, "512MiB"), LARGE: Size(4096, "1GiB")},
+    "lookup": _REAL, "stream": _REAL, "numpy_gather": _REAL,
     "bfs": {SMALL: Size(22, "256MiB"), LARGE: Size(24, "1GiB"), MEMORY: Size(24, "8GiB")},
     "lmdb_readseq": {SMALL: Size(1024, "256MiB"), LARGE: Size(3072, "1GiB")},
     "lmdb_readrandom": {SMALL: Size(1024, "256MiB"), LARGE: Size(3072, "1GiB")},
@@ -104,16 +106,20 @@ SIZES[REAL_QUICK] = {
 # defaults), while 10 s of lookups is 10 s whatever the parameters; numpy_gather likewise (16,384 gathers took
 # 4.9 s tuned and 100 s on the kernel at 8 MiB read-ahead), in batches of 256 so that the batch running at the
 # deadline adds at most about a second. The LMDB scans read the 3.3 GB database in about
-# 1.6 s at our defaults: seven passes make a run of 11 s. A search of bfs's scale-24 graph from the disk took 4.5-6.9 s
-# with a 1 GiB buffer (two made a run of 9.4-15 s, under 10 s tuned, so a run there is three) and 2.6-3.1 s in memory:
-# a run is the mean of several, each from the disk on a new mapping, so its figure stays a search's, as LLNL UMap's
-# bfs gives it. A length is a workload's, or a size's (by scale).
+# 1.6 s at our defaults: seven passes make a run of 11 s; the 1.1 GB one in 0.7 s tuned, so 18 passes there. A
+# search of bfs's scale-24 graph from the disk took 4.5-6.9 s with a 1 GiB buffer (two made a run of 9.4-15 s, under
+# 10 s tuned, so a run there is three) and 2.6-3.1 s in memory; of scale 22, 1.5 s tuned (eight a run): a run is the
+# mean of several, each from the disk on a new mapping, so its figure stays a search's, as LLNL UMap's bfs gives it.
+# A pass of stream over 1 GiB took 2.6 s tuned after 3 s of writing the arrays: four passes. A length is a
+# workload's, or a size's (by scale).
 RUN_LENGTHS = {"full": {"kv_readrandom": "--lookups 5000", "lookup": "--lookups 2000"},
                "quick": {"kv_readrandom": "--lookups 500", "lookup": "--lookups 200"},
                REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10",
                       "numpy_gather": "--seconds 10 --batch 256",
-                      "lmdb_readseq": "--passes 7", "lmdb_readreverse": "--passes 7",
-                      "bfs": {SMALL: "--searches 4", LARGE: "--searches 3", MEMORY: "--searches 4"}},
+                      "lmdb_readseq": {SMALL: "--passes 18", LARGE: "--passes 7"},
+                      "lmdb_readreverse": {SMALL: "--passes 18", LARGE: "--passes 7"},
+                      "stream": {SMALL: "--iterations 4"},
+                      "bfs": {SMALL: "--searches 8", LARGE: "--searches 3", MEMORY: "--searches 4"}},
                REAL_QUICK: {"lmdb_readrandom": "--lookups 500", "lookup": "--lookups 200"}}
 
 # the shortest run, in wall seconds, whose figures the real evaluation takes as measured at its size (issue 17)

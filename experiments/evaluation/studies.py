@@ -52,15 +52,17 @@ def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
 
 def compose_workload(workload: str, scale: str, overrides: list[str], plan: Plan) -> tuple[DictConfig, dict[str, str]]:
     """The tuner's configuration for ``overrides``, with the plan's run length at that size in the workload's
-    commands: in place of their ``--lookups N``, or added to a command without one."""
+    commands: in place of their ``--lookups N`` or of their own count of the length's option (stream's
+    ``--iterations 1``), or added to a command without either."""
     config, choices = compose(overrides)
     length = plan.run_length(workload, scale)
     if length:
+        counts = rf"(--lookups|{re.escape(length.split()[0])}) \d+"
         commands = {key: config.workload[key] for key in ("command", "mmap_command")}  # resolved before either changes
         with open_dict(config):
             for key, command in commands.items():
-                counted = re.search(r"--lookups \d+", command)
-                config.workload[key] = re.sub(r"--lookups \d+", length, command) if counted else f"{command} {length}"
+                counted = re.search(counts, command)
+                config.workload[key] = re.sub(counts, length, command) if counted else f"{command} {length}"
     return config, choices
 
 
