@@ -21,12 +21,13 @@ sys.path.insert(0, str(REPO / "experiments"))
 
 from evaluate import run_plan  # noqa: E402
 from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
-from evaluation.plan import (BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS, REAL_QUICK,  # noqa: E402
-                             REAL_WORKLOADS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec, Plan, Size, StudySpec,
-                             make_plan, make_real_plan)
+from evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,  # noqa: E402
+                             REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec,
+                             Plan, Size, StudySpec, make_plan, make_real_plan, seeded_ax)
 from evaluation.findings import real_findings  # noqa: E402
 from evaluation.real_figures import COLUMNS  # noqa: E402
-from evaluation.real_report import ax_versus_grid, write_real_report  # noqa: E402
+from evaluation.plots import over_seeds  # noqa: E402
+from evaluation.real_report import ax_over_seeds, ax_versus_grid, write_real_report  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study, runs  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
@@ -171,6 +172,7 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
         assert config.workload.size == size.size and config.workload.buffer_size == size.buffer
         assert config.confirm.rounds == 3 and config.noise.defaults_runs == 3, step.label
         assert config.runner.cap == (None if step.method == UNCAPPED else 2), step.label
+        assert config.seed == next((seed for seed in AX_SEEDS if step.method == seeded_ax(seed)), 0), step.label
         if step.method == UMAP_DEFAULTS:
             assert config.baseline.page_size == os.sysconf("SC_PAGE_SIZE")
             assert config.baseline.fillers == config.baseline.evictors == os.cpu_count()
@@ -191,6 +193,9 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
         # the uncapped study only times the tuning without capping: after everything else
         assert labels.index(f"{LARGE}/{workload}/{UNCAPPED}") > max(
             labels.index(f"{LARGE}/{w}/{m}") for w in plan.workloads for m in REAL_METHODS)
+        # Ax's other seeds, for its spread: last, so that a plan cut short has every other method first
+        assert min(labels.index(f"{LARGE}/{workload}/{m}") for m in SEEDED_AX) > max(
+            labels.index(f"{LARGE}/{w}/{UNCAPPED}") for w in plan.workloads)
     assert {step.label for step in plan.steps if isinstance(step, LlnlSpec)} == {
         f"{LARGE}/sort/llnl", f"{LARGE}/bfs/llnl", f"{MEMORY}/bfs/llnl"}
     assert plan.size("bfs", MEMORY).buffer_bytes >= 8 * 2**30 and plan.size("sort", LARGE).size == 4096
@@ -407,3 +412,37 @@ def test_capping_that_saved_no_time_is_among_the_disappointing_findings():
     assert "synthetic (large): capping made Ax's study take 0.75x the uncapped study's time (3 capped runs)." \
         in found(600.0)
     assert not any("saved no time" in text for text in found(600.0))
+
+
+def test_ax_over_seeds_gives_the_spread_of_its_winner_and_of_its_convergence():
+    """Ax at several seeds: the summary gives a row a seed, a finding with the range of the confirmed speedups
+    (among the disappointing ones where the seed decides whether tuning pays), and the convergence plot's band is
+    the median and range of the seeds' best-so-far from when every seed has a best."""
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+
+    def ax(method: str, speedup: float, seconds: float) -> dict:
+        return {"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize", "method": method,
+                "value": 6.0, "low": 5.9, "high": 6.2, "runs": 3, "confirmed_speedup": speedup,
+                "confirmed_low": speedup - 0.1, "confirmed_high": speedup + 0.1, "trials": 30, "capped": 0,
+                "failed": 0, "wall_seconds": seconds, "time_to_best_seconds": seconds / 2, "run_seconds": 12.0,
+                "page_size": 1048576, "defaults": "page_size=1048576"}
+
+    figures = pd.DataFrame([ax("ax", 1.30, 900.0), ax(SEEDED_AX[0], 1.05, 1200.0), ax(SEEDED_AX[1], 1.20, 1000.0)],
+                           columns=COLUMNS)
+    found = real_findings(figures, plan)
+    assert ("**synthetic (large): whether Ax pays depends on its seed**: Ax over 3 seeds: confirmed 1.05-1.30x over "
+            "our defaults, tuning time 15.0 min to 20.0 min.") in found
+    table = ax_over_seeds(figures, plan).splitlines()
+    assert len(table) == 2 + 3 and table[3].startswith("| synthetic | 1 | 1.05x (0.95-1.15) | 1MiB | 12.0 s |")
+    steady = real_findings(figures.assign(confirmed_speedup=[1.3, 1.2, 1.25]), plan)
+    assert "synthetic (large): Ax over 3 seeds: confirmed 1.20-1.30x over our defaults, tuning time 15.0 min to " \
+        "20.0 min." in steady
+    assert ax_over_seeds(figures[figures.method == "ax"], plan).count("\n") == 1  # one seed: no rows
+
+    band = over_seeds([pd.DataFrame({"elapsed": [10.0, 30.0], "speedup": [1.0, 1.5]}),
+                       pd.DataFrame({"elapsed": [20.0, 40.0], "speedup": [1.2, 1.3]}),
+                       pd.DataFrame({"elapsed": [5.0, 25.0], "speedup": [0.8, 2.0]})])
+    assert list(band.elapsed) == [20.0, 25.0, 30.0, 40.0]  # from when all three have a best
+    assert list(band["median"]) == [1.0, 1.2, 1.5, 1.5] and list(band.low) == [0.8, 1.0, 1.2, 1.3]
+    assert list(band.high) == [1.2, 2.0, 2.0, 2.0]

@@ -8,7 +8,7 @@ import pandas as pd
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
-from evaluation.plan import LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
+from evaluation.plan import LARGE, SEEDED_AX, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
 from evaluation.studies import Places
 from autopager.analysis import load_study
@@ -111,8 +111,8 @@ def findings(figures: pd.DataFrame, plan: Plan, places: Places) -> list[str]:
 def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
     the confirmed speedup above 1), whether its winner's runs were as long as the evaluation asks, where the
-    kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's
-    figure is behind the grid's and at what cost (when both searched over the same defaults), and what capping saved."""
+    kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's figure is behind the grid's and at what cost (when
+    both searched over the same defaults), what capping saved, and how Ax's figure spreads over its seeds."""
     found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
              f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
     for workload, scale, part, tuned in tuned_parts(figures, plan):
@@ -158,5 +158,21 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
             else:
                 found.append(f"{where}: capping made Ax's study take {cost:.2f}x the uncapped study's time "
                              f"({ax.capped:.0f} capped runs).")
+        found += seed_findings(part, where)
     disappointing = [text for text in found if text.startswith("**")]
     return disappointing + [text for text in found if not text.startswith("**")] or ["No study has finished yet."]
+
+
+def seed_findings(part: pd.DataFrame, where: str) -> list[str]:
+    """Ax's confirmed speedup and tuning time over its seeds; disappointing where the seed decides whether
+    tuning pays."""
+    seeds = [part.loc[m] for m in ("ax", *SEEDED_AX) if m in part.index and finished(part.loc[m])]
+    if len(seeds) < 2:
+        return []
+    speedups = [row.confirmed_speedup for row in seeds]
+    tuning = [row.wall_seconds for row in seeds]
+    text = (f"Ax over {len(seeds)} seeds: confirmed {min(speedups):.2f}-{max(speedups):.2f}x over our defaults, "
+            f"tuning time {md.seconds(min(tuning))} to {md.seconds(max(tuning))}.")
+    if min(speedups) < WORTH_IT <= max(speedups):
+        return [f"**{where}: whether Ax pays depends on its seed**: {text}"]
+    return [f"{where}: {text}"]

@@ -16,7 +16,8 @@ run at the large size (and bfs in memory); the small size has the defaults and A
 mmap is measured at the disk's read-ahead as it is and at the kernel's default of 128 KiB, and LLNL UMap
 (experiments/evaluation/llnl.py) runs sort and bfs when given. Its order: each workload's defaults, UMap's
 defaults, the kernel, page-size-only and Ax; then the small size and the transfer; then grid, coordinate descent
-and random search; then LLNL UMap; last the uncapped Ax studies, there only for the tuning time without capping.
+and random search; then LLNL UMap; then the uncapped Ax studies, there only for the tuning time without capping;
+last Ax again at other seeds (``ax-seed1``, ...), for the spread of its convergence and of its winner over seeds.
 """
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ LLNL_PAGE_SIZES = ("1MiB", "4MiB")  # LLNL UMap runs at the better of these
 # the tuning methods of Figure 2, and the ones measured only for the convergence plot
 FIGURE_METHODS = ("pagesize", "grid", "ax")
 CONVERGENCE_METHODS = ("ax", "grid", "coordinate", "random")
+AX_SEEDS = (1, 2)  # Ax's other seeds at the large size (the ``ax`` study is seed 0)
+
+
+def seeded_ax(seed: int) -> str:
+    """The method name of the Ax study at ``seed`` (seed 0 is ``ax``)."""
+    return f"ax-seed{seed}" if seed else "ax"
+
+
+SEEDED_AX = tuple(seeded_ax(seed) for seed in AX_SEEDS)
 TRANSFER, CONFIRM = "transfer", "confirm"
 PAGE_SIZE_FRACTION = 8  # page sizes searched up to buffer / 8: a few pages at least in the buffer
 
@@ -299,6 +309,10 @@ def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS
     for w in workloads:
         ax = searches(w, LARGE, budget)["ax"]
         plan.steps.append(StudySpec(w, LARGE, UNCAPPED, "ax", overrides=(*ax.overrides, "runner.cap=null")))
+    for seed in AX_SEEDS:
+        plan.steps += [StudySpec(w, LARGE, seeded_ax(seed), "ax",
+                                 overrides=(*searches(w, LARGE, budget)["ax"].overrides, f"seed={seed}"))
+                       for w in workloads]
     return plan
 
 

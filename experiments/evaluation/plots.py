@@ -1,5 +1,6 @@
 """The evaluation's plots: speedups per workload (Figure 2 of the paper, with the kernel's mmap beside it)
-and best-so-far against tuning time for Ax, grid, coordinate descent and random search."""
+and best-so-far against tuning time for Ax (the median and range over its seeds where it ran at several), grid,
+coordinate descent and random search."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,10 +9,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from autopager.progress import speedup  # noqa: E402
-from evaluation.plan import CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
+from evaluation.plan import CONVERGENCE_METHODS, LARGE, SEEDED_AX, SMALL, TRANSFER, Plan  # noqa: E402
 from evaluation.studies import Places  # noqa: E402
 from autopager.analysis import StudyResult, load_study  # noqa: E402
 
@@ -51,6 +53,21 @@ def convergence(study: StudyResult, defaults: float) -> pd.DataFrame:
     return curve
 
 
+def over_seeds(curves: list[pd.DataFrame]) -> pd.DataFrame:
+    """Best-so-far curves of one strategy at several seeds on their common time axis: at each elapsed second the
+    median, least and greatest speedup of the seeds, from when every seed has a best (a finished study keeps its
+    last)."""
+    times = np.unique(np.concatenate([curve.elapsed.to_numpy() for curve in curves]))
+    values = []
+    for curve in curves:
+        at = np.searchsorted(curve.elapsed.to_numpy(), times, side="right") - 1
+        values.append(np.where(at >= 0, curve.speedup.to_numpy()[np.maximum(at, 0)], np.nan))
+    values = np.array(values)
+    every = ~np.isnan(values).any(axis=0)
+    return pd.DataFrame({"elapsed": times[every], "median": np.median(values[:, every], axis=0),
+                         "low": values[:, every].min(axis=0), "high": values[:, every].max(axis=0)})
+
+
 def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Path, scale: str = SMALL) -> None:
     """A panel a workload (at ``scale``): the best speedup found so far against the tuning time."""
     columns = 3
@@ -61,11 +78,19 @@ def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Pa
         ax.set_title(workload)
         if reference.empty or pd.isna(reference.value.iloc[0]):
             continue
+        defaults = float(reference.value.iloc[0])
+        seeds = [load_study(places.study(scale, workload, m)) for m in ("ax", *SEEDED_AX)]
+        seeds = [study for study in seeds if study is not None and study.unconfirmed() is None]
+        if len(seeds) > 1:
+            band = over_seeds([convergence(study, defaults) for study in seeds])
+            ax.step(band.elapsed, band["median"], where="post", color=COLORS["ax"],
+                    label=f"{LABELS['ax']} (median of {len(seeds)} seeds, range shaded)")
+            ax.fill_between(band.elapsed, band.low, band.high, step="post", color=COLORS["ax"], alpha=0.2)
         for method in CONVERGENCE_METHODS:
             study = load_study(places.study(scale, workload, method))
-            if study is None:
+            if study is None or (method == "ax" and len(seeds) > 1 and study.unconfirmed() is None):  # in the band
                 continue
-            curve = convergence(study, float(reference.value.iloc[0]))
+            curve = convergence(study, defaults)
             cut_short = study.unconfirmed() is not None  # dotted, and said: no final figure
             ax.step(curve.elapsed, curve.speedup, where="post", color=COLORS[method], linestyle=":" if cut_short else "-",
                     label=LABELS[method] + (" (not confirmed)" if cut_short else ""))

@@ -18,12 +18,12 @@ from autopager.goal import Goal
 from evaluation import markdown as md
 from evaluation.kernel import load_kernel
 from evaluation.llnl import load_llnl
-from evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, SEEDED_AX, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
 from evaluation.studies import Places
 
 FIXED = ("default", UMAP_DEFAULTS, TRANSFER)
 KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KIB}
-SEARCHES = (*REAL_METHODS, UNCAPPED)
+SEARCHES = (*REAL_METHODS, UNCAPPED, *SEEDED_AX)
 COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
            "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
            "time_to_best_seconds", "run_seconds", "read_ahead_kib", "page_size", "defaults", "incomplete"]

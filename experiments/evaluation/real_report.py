@@ -2,7 +2,8 @@
 
 Per workload: the tuned pager's confirmed speedup with its spread against our defaults, UMap's defaults, the
 kernel's mmap at the disk's read-ahead and at 128 KiB, and LLNL UMap at the same memory; each strategy's tuning
-time, capped and (Ax) uncapped; Ax's cost against the grid's; the small size's Ax parameters at the large size.
+time, capped and (Ax) uncapped; Ax's cost against the grid's and its spread over seeds; the small size's Ax
+parameters at the large size.
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 import pandas as pd
 
 from autopager.machine import describe
+from autopager.params import format_size
 from evaluation import markdown as md
 from evaluation.findings import real_findings
-from evaluation.plan import KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from evaluation.plan import (KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER, UMAP_DEFAULTS,
+                             UNCAPPED, Plan)
 from evaluation.plots import plot_convergence
 from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
 from evaluation.report import failures, setup
@@ -102,6 +105,27 @@ def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
     return md.table(header, rows)
 
 
+def ax_over_seeds(figures: pd.DataFrame, plan: Plan) -> str:
+    """Each Ax study at the large size, a row a seed, for the workloads searched at more than one seed."""
+    header = ["workload", "seed", "confirmed over our defaults (rounds)", "winner's page size", "a run of it",
+              "tuning time", "time to its best"]
+    rows = []
+    for workload in plan.workloads:
+        part = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method")
+        if not any(m in part.index for m in SEEDED_AX):
+            continue
+        for seed, method in enumerate(("ax", *SEEDED_AX)):
+            if method not in part.index:
+                continue
+            row = part.loc[method]
+            confirmed = (f"{row.confirmed_speedup:.2f}x ({row.confirmed_low:.2f}-{row.confirmed_high:.2f})"
+                         if finished(row) else row.incomplete)
+            page = row.page_size if md.missing(row.page_size) else format_size(int(row.page_size))
+            rows.append([workload, seed, confirmed, page, md.seconds(row.run_seconds, 1),
+                         md.seconds(row.wall_seconds), md.seconds(row.time_to_best_seconds)])
+    return md.table(header, rows)
+
+
 def transfer(figures: pd.DataFrame, plan: Plan) -> str:
     """The small size's Ax parameters at the large size, against our defaults and Ax tuned there."""
     header = ["workload", f"{SMALL} Ax confirmed", f"{TRANSFER} at {LARGE} over our defaults",
@@ -145,8 +169,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "search and its confirmation ran before. "
         f"Methods: page size only; grid over `configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
         f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
-        f"capping (`{UNCAPPED}`, for the tuning time); coordinate descent and random search "
-        f"({budget.search_trials} trials); the small size's Ax parameters at the large size. The kernel's mmap "
+        f"capping (`{UNCAPPED}`, for the tuning time) and at other seeds (`{SEEDED_AX[0]}`, ...); coordinate "
+        f"descent and random search ({budget.search_trials} trials); the small size's Ax parameters at the large size. The kernel's mmap "
         f"runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
         f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
         + setup(plan, places),
@@ -156,6 +180,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "last, its confirmation and the strategy's own time included, the time a resumed study was stopped "
         "left out.\n\n" + tuning_time(figures, plan),
         "## Ax against the grid (large size)\n" + ax_versus_grid(figures, plan),
+        "## Ax over seeds (large size)\nThe same Ax study at other seeds (`ax` is seed 0); the convergence plot "
+        "draws their median and range.\n\n" + ax_over_seeds(figures, plan),
         "## The small size's parameters at the large size\n" + transfer(figures, plan),
         "## Findings, the disappointing ones first\n" + "\n".join(f"- {text}" for text in real_findings(figures, plan)),
         "## Steps that failed\n" + failures(places),
