@@ -8,7 +8,7 @@ import pandas as pd
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
-from evaluation.plan import LARGE, SEEDED_AX, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
+from evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
 from evaluation.studies import Places
 from autopager.analysis import load_study
@@ -166,7 +166,7 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
 def seed_findings(part: pd.DataFrame, where: str) -> list[str]:
     """Ax's confirmed speedup and tuning time over its seeds; disappointing where the seed decides whether
     tuning pays."""
-    seeds = [part.loc[m] for m in ("ax", *SEEDED_AX) if m in part.index and finished(part.loc[m])]
+    seeds = [part.loc[m] for m in AX_BY_SEED.values() if m in part.index and finished(part.loc[m])]
     if len(seeds) < 2:
         return []
     speedups = [row.confirmed_speedup for row in seeds]

@@ -49,6 +49,7 @@ def seeded_ax(seed: int) -> str:
 
 
 SEEDED_AX = tuple(seeded_ax(seed) for seed in AX_SEEDS)
+AX_BY_SEED = {seed: seeded_ax(seed) for seed in (0, *AX_SEEDS)}
 TRANSFER, CONFIRM = "transfer", "confirm"
 PAGE_SIZE_FRACTION = 8  # page sizes searched up to buffer / 8: a few pages at least in the buffer
 

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from autopager.progress import speedup  # noqa: E402
-from evaluation.plan import CONVERGENCE_METHODS, LARGE, SEEDED_AX, SMALL, TRANSFER, Plan  # noqa: E402
+from evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
 from evaluation.studies import Places  # noqa: E402
 from autopager.analysis import StudyResult, load_study  # noqa: E402
 
@@ -79,7 +79,7 @@ def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Pa
         if reference.empty or pd.isna(reference.value.iloc[0]):
             continue
         defaults = float(reference.value.iloc[0])
-        seeds = [load_study(places.study(scale, workload, m)) for m in ("ax", *SEEDED_AX)]
+        seeds = [load_study(places.study(scale, workload, m)) for m in AX_BY_SEED.values()]
         seeds = [study for study in seeds if study is not None and study.unconfirmed() is None]
         if len(seeds) > 1:
             band = over_seeds([convergence(study, defaults) for study in seeds])

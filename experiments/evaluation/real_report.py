@@ -16,8 +16,8 @@ from autopager.machine import describe
 from autopager.params import format_size
 from evaluation import markdown as md
 from evaluation.findings import real_findings
-from evaluation.plan import (KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER, UMAP_DEFAULTS,
-                             UNCAPPED, Plan)
+from evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER,
+                             UMAP_DEFAULTS, UNCAPPED, Plan)
 from evaluation.plots import plot_convergence
 from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
 from evaluation.report import failures, setup
@@ -114,7 +114,7 @@ def ax_over_seeds(figures: pd.DataFrame, plan: Plan) -> str:
         part = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method")
         if not any(m in part.index for m in SEEDED_AX):
             continue
-        for seed, method in enumerate(("ax", *SEEDED_AX)):
+        for seed, method in AX_BY_SEED.items():
             if method not in part.index:
                 continue
             row = part.loc[method]
@@ -170,8 +170,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         f"Methods: page size only; grid over `configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
         f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
         f"capping (`{UNCAPPED}`, for the tuning time) and at other seeds (`{SEEDED_AX[0]}`, ...); coordinate "
-        f"descent and random search ({budget.search_trials} trials); the small size's Ax parameters at the large size. The kernel's mmap "
-        f"runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
+        f"descent and random search ({budget.search_trials} trials); the small size's Ax parameters at the large "
+        f"size. The kernel's mmap runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
         f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
         + setup(plan, places),
         "## The tuned pager against the rest\n" + versus(figures, plan),
