@@ -13,8 +13,9 @@ numpy_gather at real sizes (GiB of data, a 1 GiB buffer; bfs scale 24 also in me
 on the tuner's own protocol (capping, noise runs, confirmation in 3 interleaved rounds): our defaults, UMap's
 defaults (4 KiB pages), page size only, the restricted grid, Ax (30 trials, capped), coordinate descent, random
 search, the transfer from a small size, the kernel's mmap at the disk's read-ahead and at 128 KiB, LLNL UMap for
-sort and bfs (``--llnl PREFIX``, or built from ``--llnl-source`` and ``--llnl-apps-source``), and Ax uncapped
-for the tuning time without capping (last). Figures: real_figures.csv, summary.md, convergence.png
+sort and bfs (``--llnl PREFIX``, or built from ``--llnl-source`` and ``--llnl-apps-source``), the best tuned
+winner, our defaults and the kernel in the same interleaved rounds (``side-by-side``), Ax uncapped for the tuning
+time without capping, and Ax at other seeds (last). Figures: real_figures.csv, summary.md, convergence.png
 (experiments/evaluation/real_report.py). Before running, the steps and a rough time estimate are printed;
 ``--dry-run`` prints them and exits.
 
@@ -61,9 +62,11 @@ from evaluation.comparison_report import write_comparison  # noqa: E402
 from evaluation.kernel import measure_kernel  # noqa: E402
 from evaluation.llnl import measure_llnl  # noqa: E402
 from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,  # noqa: E402
-                             StudySpec, estimate_seconds, expected_runs, make_plan, make_real_plan)
+                             SideBySideSpec, Step, StudySpec, estimate_seconds, expected_runs, make_plan,
+                             make_real_plan)
 from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
+from evaluation.side_by_side import measure_side_by_side  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
 from llnl_build import add_source_arguments, llnl_prefix  # noqa: E402
 
@@ -114,6 +117,9 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
                 result = measure_llnl(step, plan, places, llnl, mmap_timeout)
                 status, error = (("skipped", "LLNL UMap not given (--llnl or --llnl-source)") if result is None else
                                  ("ok", "") if result["value"] is not None else ("failed", result["error"]))
+            elif isinstance(step, SideBySideSpec):
+                result = measure_side_by_side(step, plan, places, mmap_timeout, prepared)
+                status, error = ("ok", "") if result["error"] is None else ("failed", result["error"])
             else:
                 run_study(step, plan, places, prepared)
                 why = unfinished(step, places)
@@ -130,7 +136,7 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
         log_step(places.out / plan.log, step.label, status, error, time.perf_counter() - start, load)
 
 
-def selected_steps(plan: Plan, patterns: list[str]) -> list[StudySpec | KernelSpec | LlnlSpec]:
+def selected_steps(plan: Plan, patterns: list[str]) -> list[Step]:
     """The plan's steps whose labels match one of ``patterns``; a pattern that matches none is an error, so a
     misspelt label does not run nothing in silence."""
     matches = {pattern: [step for step in plan.steps if fnmatch.fnmatchcase(step.label, pattern)]

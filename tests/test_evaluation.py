@@ -22,12 +22,14 @@ sys.path.insert(0, str(REPO / "experiments"))
 from evaluate import run_plan  # noqa: E402
 from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
 from evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,  # noqa: E402
-                             REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SMALL, TRANSFER, UMAP_DEFAULTS, UNCAPPED, LlnlSpec,
-                             Plan, Size, StudySpec, make_plan, make_real_plan, seeded_ax)
+                             REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SIDE_BY_SIDE, SMALL, TRANSFER, UMAP_DEFAULTS,
+                             UNCAPPED, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan, make_real_plan,
+                             seeded_ax)
 from evaluation.findings import real_findings  # noqa: E402
 from evaluation.real_figures import COLUMNS  # noqa: E402
 from evaluation.plots import over_seeds  # noqa: E402
-from evaluation.real_report import ax_over_seeds, ax_versus_grid, write_real_report  # noqa: E402
+from evaluation.real_report import ax_over_seeds, ax_versus_grid, same_rounds, write_real_report  # noqa: E402
+from evaluation.side_by_side import CONTENDERS, load_side_by_side, same_round_ratios, tuned_winner  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study, runs  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
@@ -196,8 +198,14 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
         # Ax's other seeds, for its spread: last, so that a plan cut short has every other method first
         assert min(labels.index(f"{LARGE}/{workload}/{m}") for m in SEEDED_AX) > max(
             labels.index(f"{LARGE}/{w}/{UNCAPPED}") for w in plan.workloads)
+        # the side-by-side rounds take the best of every search, and come before the studies that do not count
+        assert labels.index(f"{LARGE}/{workload}/{SIDE_BY_SIDE}") > max(
+            labels.index(f"{LARGE}/{w}/{m}") for w in plan.workloads for m in REAL_METHODS)
+        assert labels.index(f"{LARGE}/{workload}/{SIDE_BY_SIDE}") < labels.index(f"{LARGE}/{workload}/{UNCAPPED}")
     assert {step.label for step in plan.steps if isinstance(step, LlnlSpec)} == {
         f"{LARGE}/sort/llnl", f"{LARGE}/bfs/llnl", f"{MEMORY}/bfs/llnl"}
+    assert {(step.workload, step.scale) for step in plan.steps if isinstance(step, SideBySideSpec)} == {
+        (w, scale) for w in plan.workloads for scale in plan.scales(w) if scale != SMALL}
     assert plan.size("bfs", MEMORY).buffer_bytes >= 8 * 2**30 and plan.size("sort", LARGE).size == 4096
     # the old plans keep the old protocol
     config, _ = compose_workload("sort", SMALL, study_overrides(make_plan("quick").steps[0], make_plan("quick"), places),
@@ -263,6 +271,17 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
                     "## Ax against the grid", "## Findings"):
         assert heading in summary, heading
     assert f"read-ahead {KERNEL_READ_AHEAD_KIB} KiB" in summary
+    # the best tuned winner, our defaults and the kernel at both read-aheads, one run each a round, turned each round
+    record = load_side_by_side(Places(out, data), LARGE, "sort")
+    method, params = tuned_winner(make_real_plan(REAL_QUICK, ("sort",)), Places(out, data), "sort", LARGE)
+    assert record["tuned_method"] == method and record["tuned_params"] == params and record["error"] is None
+    order = [(run["round"], run["contender"]) for run in record["runs"]]
+    assert order == [(0, name) for name in CONTENDERS] + [(1, name) for name in CONTENDERS[1:] + CONTENDERS[:1]]
+    assert all(run["value"] > 0 for run in record["runs"])
+    assert record["read_ahead_kib"][f"mmap-ra{KERNEL_READ_AHEAD_KIB}"] == KERNEL_READ_AHEAD_KIB
+    assert "### The same, in the same rounds" in summary and "in the same rounds" in summary.split("## Findings")[1]
+    headline = summary.split("## The tuned pager against the rest")[1].split("###")[0]
+    assert headline.count(", same rounds") == 3  # our defaults and the kernel twice, from the same winner's rounds
 
 
 def table_rows(path) -> pd.DataFrame:
@@ -446,3 +465,43 @@ def test_ax_over_seeds_gives_the_spread_of_its_winner_and_of_its_convergence():
     assert list(band.elapsed) == [20.0, 25.0, 30.0, 40.0]  # from when all three have a best
     assert list(band["median"]) == [1.0, 1.2, 1.5, 1.5] and list(band.low) == [0.8, 1.0, 1.2, 1.3]
     assert list(band.high) == [1.2, 2.0, 2.0, 2.0]
+
+
+def test_side_by_side_rounds_give_ratios_of_medians_with_the_per_round_range():
+    """The tuned pager over each other contender of the side-by-side rounds: the ratio of the medians over the
+    rounds both ran, with the range of the per-round ratios; the findings take the kernel's verdict from them."""
+    runs = [(0, "tuned", 10.0), (0, "default", 12.0), (0, "mmap", 9.0), (0, "mmap-ra128", 20.0),
+            (1, "tuned", 11.0), (1, "default", 12.1), (1, "mmap", 10.0), (1, "mmap-ra128", 22.0),
+            (2, "tuned", 10.5), (2, "default", 13.0), (2, "mmap", None), (2, "mmap-ra128", 21.0)]
+    record = {"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize", "tuned_method": "ax",
+              "tuned_params": {"page_size": 65536}, "read_ahead_kib": {"mmap": 8192, "mmap-ra128": 128},
+              "error": "mmap: timed out", "runs": [{"round": r, "contender": c, "value": v, "error": None}
+                                                   for r, c, v in runs]}
+    ratios = same_round_ratios(record)
+    assert ratios["default"] == pytest.approx((12.1 / 10.5, 12.1 / 11.0, 13.0 / 10.5))
+    assert ratios["mmap"] == pytest.approx((9.5 / 10.5, 0.9, 10.0 / 11.0))  # rounds 0 and 1 only
+    assert ratios["mmap-ra128"] == pytest.approx((21.0 / 10.5, 2.0, 22.0 / 11.0))
+    table = same_rounds({("synthetic", LARGE): record}).splitlines()
+    assert table[2] == ("| synthetic | large | page size 64KiB (ax) | 3 | 10.5 | 1.15x (1.10-1.24) | "
+                        "0.90x (0.90-0.91) at 8192 KiB | 2.00x (2.00-2.00) |")
+
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+    row = {"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize", "value": 6.0,
+           "low": 5.9, "high": 6.2, "runs": 3, "trials": 30, "capped": 0, "failed": 0, "run_seconds": 12.0}
+    figures = pd.DataFrame([row | {"method": "ax", "confirmed_speedup": 1.3, "confirmed_low": 1.2,
+                                   "confirmed_high": 1.4, "wall_seconds": 900.0, "defaults": "page_size=1048576"},
+                            row | {"method": "mmap", "value": 12.0, "low": 11.0, "high": 13.0, "read_ahead_kib": 8192}],
+                           columns=COLUMNS)
+    apart = real_findings(figures, plan)
+    assert "synthetic (large): the tuned pager beats the kernel's mmap (read-ahead 8192 KiB), measured apart: " \
+        "2.00x (1.77-2.20x)." in apart
+    together = real_findings(figures, plan, {("synthetic", LARGE): record})
+    assert "synthetic (large): ax's winner over our defaults in the side-by-side rounds: 1.15x (1.10-1.24x)." \
+        in together
+    slower = [run | {"value": 14.0} if run["contender"] == "tuned" else run for run in record["runs"]]
+    assert ("**synthetic (large): ax's winner does not hold up beside our defaults**: in the side-by-side rounds it "
+            "is 0.86x (0.86-0.93x) our defaults, where its study confirmed 1.30x.") in real_findings(
+        figures, plan, {("synthetic", LARGE): record | {"runs": slower}})
+    assert ("**synthetic (large)**: the tuned pager **loses to** the kernel's mmap (read-ahead 8192 KiB) in the same "
+            "rounds (ax's winner): 0.90x (0.90-0.91x).") in together

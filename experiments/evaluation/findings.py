@@ -3,6 +3,8 @@ pay, where Ax is behind grid, where the kernel's mmap wins, where a figure does 
 where the small size's parameters do not carry to the large size. Each says what in the data explains it."""
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import pandas as pd
 
 from evaluation import markdown as md
@@ -10,6 +12,7 @@ from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
 from evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
+from evaluation.side_by_side import same_round_ratios
 from evaluation.studies import Places
 from autopager.analysis import load_study
 
@@ -108,11 +111,14 @@ def findings(figures: pd.DataFrame, plan: Plan, places: Places) -> list[str]:
     return disappointing + [text for text in found if not text.startswith("**")]
 
 
-def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
+def real_findings(figures: pd.DataFrame, plan: Plan,
+                  side_by_side: Mapping[tuple[str, str], dict[str, Any]] | None = None) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
     the confirmed speedup above 1), whether its winner's runs were as long as the evaluation asks, where the
-    kernel's mmap or LLNL UMap beat the tuned pager, whether Ax's figure is behind the grid's and at what cost (when
+    kernel's mmap or LLNL UMap beat the tuned pager (from the same rounds where ``side_by_side``, by workload and
+    scale, has a record; else between their steps), whether Ax's figure is behind the grid's and at what cost (when
     both searched over the same defaults), what capping saved, and how Ax's figure spreads over its seeds."""
+    side_by_side = side_by_side or {}
     found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
              f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
     for workload, scale, part, tuned in tuned_parts(figures, plan):
@@ -127,16 +133,30 @@ def real_findings(figures: pd.DataFrame, plan: Plan) -> list[str]:
         if not md.missing(tuned.run_seconds) and tuned.run_seconds < SHORTEST_RUN_SECONDS:
             found.append(f"**{where}: runs shorter than {SHORTEST_RUN_SECONDS:.0f} s**: a run of the tuned winner "
                          f"takes {tuned.run_seconds:.1f} s (wall time, the program's start included).")
+        record = side_by_side.get((workload, scale))
+        same_rounds = same_round_ratios(record) if record else {}
+        if "default" in same_rounds:
+            ratio, winner = same_rounds["default"], f"{record['tuned_method']}'s winner"
+            again = f"{ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x)"
+            study = part.loc[record["tuned_method"]] if record["tuned_method"] in part.index else None
+            if ratio[0] < WORTH_IT:
+                found.append(f"**{where}: {winner} does not hold up beside our defaults**: in the side-by-side "
+                             f"rounds it is {again} our defaults, where its study confirmed "
+                             f"{md.times(study.confirmed_speedup if finished(study) else None)}.")
+            else:
+                found.append(f"{where}: {winner} over our defaults in the side-by-side rounds: {again}.")
         for method in (*KERNELS, "llnl"):
             reference = part.loc[method] if method in part.index else None
-            ratio = against(tuned, reference)
+            ratio = same_rounds.get(method) or against(tuned, reference)
             if ratio is None:
                 continue
-            name = ("LLNL UMap" if method == "llnl" else
-                    f"the kernel's mmap (read-ahead {reference.read_ahead_kib:.0f} KiB)")
+            read_ahead = record["read_ahead_kib"][method] if method in same_rounds else reference.read_ahead_kib
+            name = "LLNL UMap" if method == "llnl" else f"the kernel's mmap (read-ahead {read_ahead:.0f} KiB)"
+            how = (f" in the same rounds ({record['tuned_method']}'s winner)" if method in same_rounds
+                   else ", measured apart")
             verdict = "**loses to**" if ratio[0] < 1 else "beats"
             found.append(f"{'**' if ratio[0] < 1 else ''}{where}{'**' if ratio[0] < 1 else ''}: the tuned pager "
-                         f"{verdict} {name}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
+                         f"{verdict} {name}{how}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
         ax = part.loc["ax"] if "ax" in part.index else None
         grid = part.loc["grid"] if "grid" in part.index else None
         if finished(ax) and finished(grid) and ax.defaults != grid.defaults:

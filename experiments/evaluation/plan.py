@@ -16,8 +16,10 @@ run at the large size (and bfs in memory); the small size has the defaults and A
 mmap is measured at the disk's read-ahead as it is and at the kernel's default of 128 KiB, and LLNL UMap
 (experiments/evaluation/llnl.py) runs sort and bfs when given. Its order: each workload's defaults, UMap's
 defaults, the kernel, page-size-only and Ax; then the small size and the transfer; then grid, coordinate descent
-and random search; then LLNL UMap; then the uncapped Ax studies, there only for the tuning time without capping;
-last Ax again at other seeds (``ax-seed1``, ...), for the spread of its convergence and of its winner over seeds.
+and random search; then LLNL UMap; then the best tuned winner, our defaults and the kernel in the same
+interleaved rounds (``side-by-side``: the references' own steps ran hours or days apart, on a disk whose speed
+drifts); then the uncapped Ax studies, there only for the tuning time without capping; last Ax again at other
+seeds (``ax-seed1``, ...), for the spread of its convergence and of its winner over seeds.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ def seeded_ax(seed: int) -> str:
 SEEDED_AX = tuple(seeded_ax(seed) for seed in AX_SEEDS)
 AX_BY_SEED = {seed: seeded_ax(seed) for seed in (0, *AX_SEEDS)}
 TRANSFER, CONFIRM = "transfer", "confirm"
+SIDE_BY_SIDE = "side-by-side"  # the tuned winner, our defaults and the kernel in the same rounds
 PAGE_SIZE_FRACTION = 8  # page sizes searched up to buffer / 8: a few pages at least in the buffer
 
 
@@ -213,6 +216,22 @@ class LlnlSpec:
         return f"{self.scale}/{self.workload}/llnl"
 
 
+@dataclass(frozen=True)
+class SideBySideSpec:
+    """The best tuned winner, our defaults and the kernel's mmap (at the disk's read-ahead and at
+    KERNEL_READ_AHEAD_KIB) one run each in ``rounds`` interleaved rounds (experiments/evaluation/side_by_side.py)."""
+    workload: str
+    scale: str
+    rounds: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.scale}/{self.workload}/{SIDE_BY_SIDE}"
+
+
+Step = StudySpec | KernelSpec | LlnlSpec | SideBySideSpec
+
+
 @dataclass
 class Plan:
     mode: str
@@ -220,7 +239,7 @@ class Plan:
     sizes: dict[str, dict[str, Size]]
     budget: Budget
     run_lengths: dict[str, str | dict[str, str]]  # see RUN_LENGTHS
-    steps: list[StudySpec | KernelSpec | LlnlSpec] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     log: str = "steps.csv"  # each step's outcome, in the output directory
 
     def size(self, workload: str, scale: str) -> Size:
@@ -307,6 +326,7 @@ def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS
     for w in workloads:
         plan.steps += [searches(w, LARGE, budget)[m] for m in ("grid", "coordinate", "random")]
     plan.steps += [LlnlSpec(w, scale, repeats) for w in workloads if w in ("sort", "bfs") for scale in tuned[w]]
+    plan.steps += [SideBySideSpec(w, scale, repeats) for w in workloads for scale in tuned[w]]
     for w in workloads:
         ax = searches(w, LARGE, budget)["ax"]
         plan.steps.append(StudySpec(w, LARGE, UNCAPPED, "ax", overrides=(*ax.overrides, "runner.cap=null")))
@@ -317,10 +337,12 @@ def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS
     return plan
 
 
-def expected_runs(step: StudySpec | KernelSpec | LlnlSpec, plan: Plan) -> int:
+def expected_runs(step: Step, plan: Plan) -> int:
     """Roughly the runs a step makes, for the estimate printed before a run (capped runs count whole)."""
     if isinstance(step, KernelSpec):
         return step.repeats
+    if isinstance(step, SideBySideSpec):
+        return step.rounds * 4  # the tuned winner, our defaults, the kernel at two read-aheads
     if isinstance(step, LlnlSpec):
         return step.rounds * len(LLNL_PAGE_SIZES)
     if step.strategy == "default":

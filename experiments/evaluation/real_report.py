@@ -1,13 +1,15 @@
 """The real plan's written results: real_figures.csv, summary.md and convergence.png.
 
 Per workload: the tuned pager's confirmed speedup with its spread against our defaults, UMap's defaults, the
-kernel's mmap at the disk's read-ahead and at 128 KiB, and LLNL UMap at the same memory; each strategy's tuning
+kernel's mmap at the disk's read-ahead and at 128 KiB, and LLNL UMap at the same memory, and against our defaults
+and the kernel again in the same interleaved rounds (the side-by-side step); each strategy's tuning
 time, capped and (Ax) uncapped; Ax's cost against the grid's and its spread over seeds; the small size's Ax
 parameters at the large size.
 """
 from __future__ import annotations
 
 import datetime
+import statistics
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +23,7 @@ from evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METH
 from evaluation.plots import plot_convergence
 from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
 from evaluation.report import failures, setup
+from evaluation.side_by_side import TUNED, load_side_by_side, same_round_ratios
 from evaluation.studies import Places
 
 REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, "llnl")
@@ -39,17 +42,39 @@ def reference_name(row: pd.Series) -> str:
     return {"default": "our defaults", UMAP_DEFAULTS: "UMap's defaults (4 KiB pages)"}[row.method]
 
 
-def versus(figures: pd.DataFrame, plan: Plan) -> str:
-    """The tuned pager (its best confirmed search) against each reference, per workload and scale."""
+def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str], dict]) -> str:
+    """The tuned pager (its best confirmed search) against each reference, per workload and scale; against our
+    defaults and the kernel from the side-by-side rounds where they ran the same winner (marked), else between the
+    steps."""
     header = ["workload", "scale", "metric", "tuned (method)", "a run of it", "over our defaults, confirmed (rounds)",
               *(f"over {name}" for name in ("our defaults' step", "UMap's defaults", "kernel mmap (disk's read-ahead)",
                                             f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
     rows = []
     for workload, scale, part, tuned in tuned_parts(figures, plan):
         confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
-        others = [ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
+        record = side_by_side.get((workload, scale))
+        same = same_round_ratios(record) if record and record["tuned_method"] == tuned.method else {}
+        others = [f"{ratio_text(same[m])}, same rounds" if m in same else
+                  ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
         rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})",
                      md.seconds(tuned.run_seconds, 1), confirmed, *others])
+    return md.table(header, rows)
+
+
+def same_rounds(records: dict[tuple[str, str], dict]) -> str:
+    """The tuned winner against our defaults and the kernel in the same interleaved rounds (the side-by-side step)."""
+    header = ["workload", "scale", "tuned (method)", "rounds", "tuned median", "over our defaults",
+              "over kernel mmap (disk's read-ahead)", f"over kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)"]
+    rows = []
+    for (workload, scale), record in records.items():
+        ratios = same_round_ratios(record)
+        tuned = [run["value"] for run in record["runs"] if run["contender"] == TUNED and run["value"] is not None]
+        disk = record["read_ahead_kib"].get("mmap")
+        kernel = ratio_text(ratios.get("mmap")) + ("" if disk is None or "mmap" not in ratios else f" at {disk} KiB")
+        rows.append([workload, scale, f"page size {format_size(record['tuned_params']['page_size'])} "
+                     f"({record['tuned_method']})", len({run["round"] for run in record["runs"]}),
+                     md.number(statistics.median(tuned) if tuned else None), ratio_text(ratios.get("default")),
+                     kernel, ratio_text(ratios.get(f"mmap-ra{KERNEL_READ_AHEAD_KIB}"))])
     return md.table(header, rows)
 
 
@@ -147,6 +172,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
     out = places.out
     figures = collect_real(plan, places)
     figures.to_csv(out / "real_figures.csv", index=False)
+    side_by_side = {(w, scale): record for w in plan.workloads for scale in plan.scales(w)
+                    if (record := load_side_by_side(places, scale, w)) is not None}
     plot_convergence(figures, plan, places, out / "convergence.png", scale=LARGE)
     budget = plan.budget
     machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
@@ -174,7 +201,12 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         f"size. The kernel's mmap runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
         f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
         + setup(plan, places),
-        "## The tuned pager against the rest\n" + versus(figures, plan),
+        "## The tuned pager against the rest\n" + versus(figures, plan, side_by_side),
+        "### The same, in the same rounds\nThe references were measured in steps of their own, hours or days "
+        "from the searches, on a disk whose speed drifts. Here the best tuned winner, our defaults and the "
+        "kernel's mmap ran one run each in interleaved rounds (`side-by-side/`): ratios of the medians, with the "
+        "range of the per-round ratios; the table above takes its columns of our defaults' step and the kernel "
+        "from here (\"same rounds\") where the winner is the same.\n\n" + same_rounds(side_by_side),
         "### What each reference measured\n" + measured(figures),
         "## Tuning time of each strategy, capped and uncapped\nWall time from a study's first trial to its "
         "last, its confirmation and the strategy's own time included, the time a resumed study was stopped "
@@ -183,7 +215,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "## Ax over seeds (large size)\nThe same Ax study at other seeds (`ax` is seed 0); the convergence plot "
         "draws their median and range.\n\n" + ax_over_seeds(figures, plan),
         "## The small size's parameters at the large size\n" + transfer(figures, plan),
-        "## Findings, the disappointing ones first\n" + "\n".join(f"- {text}" for text in real_findings(figures, plan)),
+        "## Findings, the disappointing ones first\n"
+        + "\n".join(f"- {text}" for text in real_findings(figures, plan, side_by_side)),
         "## Steps that failed\n" + failures(places),
     ]
     path = out / "summary.md"
