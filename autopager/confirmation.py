@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from autopager.goal import Goal
 from autopager.in_flight import InFlight
@@ -28,6 +28,15 @@ from autopager.table import PROFILE, Kind, Status, row_params
 
 if TYPE_CHECKING:
     from autopager.study import Study
+
+
+T = TypeVar("T")
+
+
+def in_turn(items: Sequence[T], round_: int) -> list[T]:
+    """The order of round ``round_`` of interleaved rounds: turned by one each round, so that none always runs first."""
+    turn = round_ % len(items)
+    return [*items[turn:], *items[:turn]]
 
 
 @dataclass
@@ -158,7 +167,7 @@ class Confirmation:
             if done is not None:
                 candidate.values, candidate.failed = done.values, done.failed
         queue = [candidate for round_ in range(self.rounds)
-                 for candidate in everyone[round_ % len(everyone):] + everyone[:round_ % len(everyone)]
+                 for candidate in in_turn(everyone, round_)
                  if len(candidate.values) <= round_]  # a resumed study's runs count for its first rounds
         self.measure(queue, defaults)
         return self.verdict(defaults, candidates)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_llnl
+from autopager.confirmation import in_turn
 from autopager.params import parse_size
 from evaluation.plan import LLNL_PAGE_SIZES, MEMORY, LlnlSpec, Plan
 from evaluation.studies import Places
@@ -49,7 +50,7 @@ def measure_llnl(spec: LlnlSpec, plan: Plan, places: Places, prefix: Path | None
     variants = [bench_llnl.Variant("llnl", parse_size(page)) for page in LLNL_PAGE_SIZES]
     runs = []
     for round_ in range(spec.rounds):
-        for variant in variants[round_ % len(variants):] + variants[:round_ % len(variants)]:
+        for variant in in_turn(variants, round_):
             run = bench_llnl.run_once(program, variant, args, libraries) | {"round": round_}
             shown = run.get("error") or ("no timing line" if run["phase"] is None else f"{run['phase']:.1f} s")
             print(f"evaluation: LLNL UMap {variant.label}: {shown}", flush=True)

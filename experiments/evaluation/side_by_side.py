@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from autopager.analysis import load_study
+from autopager.confirmation import in_turn
 from autopager.errors import StudyError
 from autopager.goal import Goal
 from autopager.kernel_mmap import mmap_runner
@@ -75,8 +76,7 @@ def measure_side_by_side(spec: SideBySideSpec, plan: Plan, places: Places, timeo
     read_aheads: dict[str, int | None] = {}
     runs = []
     for round_ in range(spec.rounds):
-        turn = round_ % len(CONTENDERS)
-        for name in CONTENDERS[turn:] + CONTENDERS[:turn]:
+        for name in in_turn(CONTENDERS, round_):
             runner, params, read_ahead = how[name]
             with read_ahead_of_disk(places.data_dir, read_ahead):
                 read_aheads[name] = disk_read_ahead_kib(places.data_dir)
