@@ -66,7 +66,7 @@ from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOAD
                              make_real_plan)
 from evaluation.real_report import write_real_report  # noqa: E402
 from evaluation.report import write_report  # noqa: E402
-from evaluation.side_by_side import measure_side_by_side  # noqa: E402
+from evaluation.side_by_side import measure_side_by_side, tuned_winner  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
 from llnl_build import add_source_arguments, llnl_prefix  # noqa: E402
 
@@ -114,9 +114,10 @@ def run_plan(plan: Plan, places: Places, mmap_timeout: float, llnl: Path | None,
                 result = measure_kernel(step, plan, places, mmap_timeout, prepared)
                 status, error = ("ok", "") if result["value"] is not None else ("failed", result["error"] or "")
             elif isinstance(step, LlnlSpec):
-                result = measure_llnl(step, plan, places, llnl, mmap_timeout)
+                result = measure_llnl(step, plan, places, llnl, mmap_timeout,
+                                      lambda: tuned_winner(plan, places, step.workload, step.scale))
                 status, error = (("skipped", "LLNL UMap not given (--llnl or --llnl-source)") if result is None else
-                                 ("ok", "") if result["value"] is not None else ("failed", result["error"]))
+                                 ("ok", "") if result["error"] is None else ("failed", result["error"]))
             elif isinstance(step, SideBySideSpec):
                 result = measure_side_by_side(step, plan, places, mmap_timeout, prepared)
                 status, error = ("ok", "") if result["error"] is None else ("failed", result["error"])

@@ -26,10 +26,13 @@ from evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, ME
                              UNCAPPED, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan, make_real_plan,
                              seeded_ax)
 from evaluation.findings import real_findings  # noqa: E402
+from evaluation.llnl import figures_of, ours_over_llnl  # noqa: E402
 from evaluation.real_figures import COLUMNS  # noqa: E402
 from evaluation.plots import over_seeds  # noqa: E402
-from evaluation.real_report import ax_over_seeds, ax_versus_grid, same_rounds, write_real_report  # noqa: E402
-from evaluation.side_by_side import CONTENDERS, load_side_by_side, same_round_ratios, tuned_winner  # noqa: E402
+from evaluation.real_report import (ax_over_seeds, ax_versus_grid, llnl_rounds, same_rounds, versus,  # noqa: E402
+                                    write_real_report)
+from evaluation.rounds import same_round_ratios  # noqa: E402
+from evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
 from autopager.analysis import load_study, runs  # noqa: E402
 from autopager.machine import read_ahead_file  # noqa: E402
@@ -505,3 +508,43 @@ def test_side_by_side_rounds_give_ratios_of_medians_with_the_per_round_range():
         figures, plan, {("synthetic", LARGE): record | {"runs": slower}})
     assert ("**synthetic (large)**: the tuned pager **loses to** the kernel's mmap (read-ahead 8192 KiB) in the same "
             "rounds (ax's winner): 0.90x (0.90-0.91x).") in together
+
+
+def test_llnl_rounds_put_our_library_beside_llnl_umap_on_its_own_program():
+    """LLNL UMap's figure is its best page size's median; our library with our defaults and with the tuned winner
+    is compared with it round by round on the same program (a failed run drops only its round), and the headline's
+    LLNL column and the findings take those ratios where the winner is the headline's."""
+    runs = [(0, "llnl 1MiB", 30.0), (0, "llnl 4MiB", 20.0), (0, "default", 25.0), (0, "tuned", 16.0),
+            (1, "llnl 1MiB", 31.0), (1, "llnl 4MiB", 22.0), (1, "default", 24.0), (1, "tuned", 18.0),
+            (2, "llnl 1MiB", 29.0), (2, "llnl 4MiB", None), (2, "default", 26.0), (2, "tuned", 17.0)]
+    runs = [{"round": r, "contender": c, "phase": v} if v is not None else
+            {"round": r, "contender": c, "error": "over 120 s"} for r, c, v in runs]
+    found = figures_of(runs)
+    assert (found["page_size"], found["value"], found["values"]) == ("4MiB", 21.0, [20.0, 22.0])
+    assert found["medians"] == {"1MiB": 30.0, "4MiB": 21.0} and found["ours"] == {"default": 25.0, "tuned": 17.0}
+    assert found["error"] == "llnl 4MiB: over 120 s"
+    record = {"workload": "synthetic", "scale": LARGE, "program": "umapsort", "buffer": "64MiB", "goal": "minimize",
+              "tuned_method": "ax", "tuned_params": {"page_size": 1 << 20}, **found, "runs": runs}
+    ratios = ours_over_llnl(record)
+    assert ratios["tuned"] == pytest.approx((21.0 / 17.0, 22.0 / 18.0, 20.0 / 16.0))  # rounds 0 and 1
+    assert ratios["default"] == pytest.approx((21.0 / 24.5, 20.0 / 25.0, 22.0 / 24.0))
+    assert ours_over_llnl({key: value for key, value in record.items() if key != "rounds"}) == {}
+    assert llnl_rounds({("synthetic", LARGE): record}).splitlines()[2] == (
+        "| synthetic | large | umapsort | 3 | 21.0 s (4MiB) | 25.0 s | 0.86x (0.80-0.92) | 17.0 s (ax, 1MiB) | "
+        "1.24x (1.22-1.25) |")
+
+    plan = Plan(REAL_QUICK, ("synthetic",), {"synthetic": {LARGE: Size(2, "64MiB")}}, BUDGETS[REAL_QUICK], {},
+                steps=[])
+    figures = pd.DataFrame([{"workload": "synthetic", "scale": LARGE, "metric": "seconds", "goal": "minimize",
+                             "method": "ax", "value": 6.0, "low": 5.9, "high": 6.2, "runs": 3, "trials": 30,
+                             "capped": 0, "failed": 0, "run_seconds": 12.0, "confirmed_speedup": 1.3,
+                             "confirmed_low": 1.2, "confirmed_high": 1.4, "wall_seconds": 900.0,
+                             "defaults": "page_size=1048576"}], columns=COLUMNS)
+    assert "| 1.24x (1.22-1.25), same rounds, its program |" in versus(figures, plan, {}, {("synthetic", LARGE): record})
+    other_winner = {("synthetic", LARGE): record | {"tuned_method": "grid"}}
+    assert versus(figures, plan, {}, other_winner).splitlines()[2].endswith("| - |")
+    found = real_findings(figures, plan, llnl={("synthetic", LARGE): record})
+    assert ("synthetic (large): the tuned pager beats LLNL UMap on its own program (umapsort) in the same rounds "
+            "(ax's winner): 1.24x (1.22-1.25x).") in found
+    assert ("**synthetic (large): our defaults lose to LLNL UMap** at its best page size on its own program, "
+            "untuned, in the same rounds: 0.86x (0.80-0.92x).") in found

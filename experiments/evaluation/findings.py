@@ -10,9 +10,10 @@ import pandas as pd
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, defaults_spread
 from evaluation.kernel import load_kernel
+from evaluation.llnl import LLNL, OURS_DEFAULT, ours_over_llnl
 from evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
-from evaluation.side_by_side import same_round_ratios
+from evaluation.rounds import TUNED, same_round_ratios
 from evaluation.studies import Places
 from autopager.analysis import load_study
 
@@ -112,13 +113,16 @@ def findings(figures: pd.DataFrame, plan: Plan, places: Places) -> list[str]:
 
 
 def real_findings(figures: pd.DataFrame, plan: Plan,
-                  side_by_side: Mapping[tuple[str, str], dict[str, Any]] | None = None) -> list[str]:
+                  side_by_side: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+                  llnl: Mapping[tuple[str, str], dict[str, Any]] | None = None) -> list[str]:
     """The real plan's verdicts from confirmed figures, per workload and scale: whether tuning pays (the spread of
     the confirmed speedup above 1), whether its winner's runs were as long as the evaluation asks, where the
-    kernel's mmap or LLNL UMap beat the tuned pager (from the same rounds where ``side_by_side``, by workload and
-    scale, has a record; else between their steps), whether Ax's figure is behind the grid's and at what cost (when
-    both searched over the same defaults), what capping saved, and how Ax's figure spreads over its seeds."""
-    side_by_side = side_by_side or {}
+    kernel's mmap or LLNL UMap beat the tuned pager (from the same rounds where ``side_by_side`` or, for LLNL
+    UMap's programs run on our library too, ``llnl``, by workload and scale, has a record; else between their
+    steps), whether LLNL UMap beats our defaults on its own program, whether Ax's figure is behind the grid's and
+    at what cost (when both searched over the same defaults), what capping saved, and how Ax's figure spreads over
+    its seeds."""
+    side_by_side, llnl = side_by_side or {}, llnl or {}
     found = [f"**{r.scale}/{r.workload}/{r.method}: {r.incomplete}**: no figure or tuning time of it is quoted; "
              f"running the evaluation again resumes it." for _, r in figures.iterrows() if not finished(r)]
     for workload, scale, part, tuned in tuned_parts(figures, plan):
@@ -145,18 +149,31 @@ def real_findings(figures: pd.DataFrame, plan: Plan,
                              f"{md.times(study.confirmed_speedup if finished(study) else None)}.")
             else:
                 found.append(f"{where}: {winner} over our defaults in the side-by-side rounds: {again}.")
-        for method in (*KERNELS, "llnl"):
+        on_llnl = ours_over_llnl(llnl[workload, scale]) if (workload, scale) in llnl else {}
+        for method in (*KERNELS, LLNL):
             reference = part.loc[method] if method in part.index else None
-            ratio = same_rounds.get(method) or against(tuned, reference)
-            if ratio is None:
+            if method == LLNL and TUNED in on_llnl:
+                ratio, name = on_llnl[TUNED], "LLNL UMap"
+                how = (f" on its own program ({llnl[workload, scale]['program']}) in the same rounds "
+                       f"({llnl[workload, scale]['tuned_method']}'s winner)")
+            elif (ratio := same_rounds.get(method) or against(tuned, reference)) is None:
                 continue
-            read_ahead = record["read_ahead_kib"][method] if method in same_rounds else reference.read_ahead_kib
-            name = "LLNL UMap" if method == "llnl" else f"the kernel's mmap (read-ahead {read_ahead:.0f} KiB)"
-            how = (f" in the same rounds ({record['tuned_method']}'s winner)" if method in same_rounds
-                   else ", measured apart")
+            elif method == LLNL:
+                name, how = "LLNL UMap", ", measured apart (our workload against its program)"
+            else:
+                read_ahead = record["read_ahead_kib"][method] if method in same_rounds else reference.read_ahead_kib
+                name = f"the kernel's mmap (read-ahead {read_ahead:.0f} KiB)"
+                how = (f" in the same rounds ({record['tuned_method']}'s winner)" if method in same_rounds
+                       else ", measured apart")
             verdict = "**loses to**" if ratio[0] < 1 else "beats"
             found.append(f"{'**' if ratio[0] < 1 else ''}{where}{'**' if ratio[0] < 1 else ''}: the tuned pager "
                          f"{verdict} {name}{how}: {ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
+        if OURS_DEFAULT in on_llnl:
+            ratio = on_llnl[OURS_DEFAULT]
+            verdict = f"**{where}: our defaults lose to LLNL UMap**" if ratio[0] < 1 else \
+                f"{where}: our defaults beat LLNL UMap"
+            found.append(f"{verdict} at its best page size on its own program, untuned, in the same rounds: "
+                         f"{ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f}x).")
         ax = part.loc["ax"] if "ax" in part.index else None
         grid = part.loc["grid"] if "grid" in part.index else None
         if finished(ax) and finished(grid) and ax.defaults != grid.defaults:

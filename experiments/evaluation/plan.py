@@ -14,9 +14,10 @@ study caps its runs, measures the defaults during the search and ends with the t
 rounds of the defaults and the best trials), so each speedup is a confirmed figure with its spread. The methods
 run at the large size (and bfs in memory); the small size has the defaults and Ax, for the transfer. The kernel's
 mmap is measured at the disk's read-ahead as it is and at the kernel's default of 128 KiB, and LLNL UMap
-(experiments/evaluation/llnl.py) runs sort and bfs when given. Its order: each workload's defaults, UMap's
-defaults, the kernel, page-size-only and Ax; then the small size and the transfer; then grid, coordinate descent
-and random search; then LLNL UMap; then the best tuned winner, our defaults and the kernel in the same
+(experiments/evaluation/llnl.py) runs sort and bfs when given, its programs on our library too in the same rounds.
+Its order: each workload's defaults, UMap's defaults, the kernel, page-size-only and Ax; then the small size and
+the transfer; then grid, coordinate descent and random search; then LLNL UMap (after the searches: our library
+runs LLNL's programs with the best tuned winner); then the best tuned winner, our defaults and the kernel in the same
 interleaved rounds (``side-by-side``: the references' own steps ran hours or days apart, on a disk whose speed
 drifts); then the uncapped Ax studies, there only for the tuning time without capping; last Ax again at other
 seeds (``ax-seed1``, ...), for the spread of its convergence and of its winner over seeds.
@@ -206,7 +207,8 @@ class KernelSpec:
 @dataclass(frozen=True)
 class LlnlSpec:
     """LLNL UMap's own program of the workload (sort, bfs) with the pager's buffer, at each of
-    LLNL_PAGE_SIZES, in ``rounds`` interleaved rounds (experiments/evaluation/llnl.py)."""
+    LLNL_PAGE_SIZES, and on our library with our defaults and with the best tuned winner, in ``rounds``
+    interleaved rounds (experiments/evaluation/llnl.py)."""
     workload: str
     scale: str
     rounds: int
@@ -344,7 +346,7 @@ def expected_runs(step: Step, plan: Plan) -> int:
     if isinstance(step, SideBySideSpec):
         return step.rounds * 4  # the tuned winner, our defaults, the kernel at two read-aheads
     if isinstance(step, LlnlSpec):
-        return step.rounds * len(LLNL_PAGE_SIZES)
+        return step.rounds * (len(LLNL_PAGE_SIZES) + 2)  # and our library with our defaults and the tuned winner
     if step.strategy == "default":
         return step.repeats
     budget = plan.budget

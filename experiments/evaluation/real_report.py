@@ -18,15 +18,17 @@ from autopager.machine import describe
 from autopager.params import format_size
 from evaluation import markdown as md
 from evaluation.findings import real_findings
+from evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl
 from evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER,
                              UMAP_DEFAULTS, UNCAPPED, Plan)
 from evaluation.plots import plot_convergence
 from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
 from evaluation.report import failures, setup
-from evaluation.side_by_side import TUNED, load_side_by_side, same_round_ratios
+from evaluation.rounds import TUNED, same_round_ratios
+from evaluation.side_by_side import load_side_by_side
 from evaluation.studies import Places
 
-REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, "llnl")
+REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, LLNL)
 
 
 def ratio_text(ratio: tuple[float, float, float] | None) -> str:
@@ -37,15 +39,16 @@ def reference_name(row: pd.Series) -> str:
     if row.method in KERNELS:
         return f"kernel mmap, read-ahead {row.read_ahead_kib:.0f} KiB" if not md.missing(row.read_ahead_kib) \
             else "kernel mmap"
-    if row.method == "llnl":
+    if row.method == LLNL:
         return f"LLNL UMap, {row.page_size} pages"
     return {"default": "our defaults", UMAP_DEFAULTS: "UMap's defaults (4 KiB pages)"}[row.method]
 
 
-def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str], dict]) -> str:
+def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str], dict],
+           llnl: dict[tuple[str, str], dict]) -> str:
     """The tuned pager (its best confirmed search) against each reference, per workload and scale; against our
-    defaults and the kernel from the side-by-side rounds where they ran the same winner (marked), else between the
-    steps."""
+    defaults and the kernel from the side-by-side rounds, and against LLNL UMap from its own program's rounds on
+    our library too, where they ran the same winner (marked), else between the steps."""
     header = ["workload", "scale", "metric", "tuned (method)", "a run of it", "over our defaults, confirmed (rounds)",
               *(f"over {name}" for name in ("our defaults' step", "UMap's defaults", "kernel mmap (disk's read-ahead)",
                                             f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
@@ -54,7 +57,10 @@ def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str]
         confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
         record = side_by_side.get((workload, scale))
         same = same_round_ratios(record) if record and record["tuned_method"] == tuned.method else {}
-        others = [f"{ratio_text(same[m])}, same rounds" if m in same else
+        on_llnl = llnl.get((workload, scale), {})
+        if on_llnl.get("tuned_method") == tuned.method and TUNED in (ratios := ours_over_llnl(on_llnl)):
+            same[LLNL] = ratios[TUNED]
+        others = [f"{ratio_text(same[m])}, same rounds" + (", its program" if m == LLNL else "") if m in same else
                   ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
         rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})",
                      md.seconds(tuned.run_seconds, 1), confirmed, *others])
@@ -75,6 +81,24 @@ def same_rounds(records: dict[tuple[str, str], dict]) -> str:
                      f"({record['tuned_method']})", len({run["round"] for run in record["runs"]}),
                      md.number(statistics.median(tuned) if tuned else None), ratio_text(ratios.get("default")),
                      kernel, ratio_text(ratios.get(f"mmap-ra{KERNEL_READ_AHEAD_KIB}"))])
+    return md.table(header, rows)
+
+
+def llnl_rounds(records: dict[tuple[str, str], dict]) -> str:
+    """LLNL UMap's own programs on its library (at its best page size) and on ours, with our defaults and with the
+    tuned winner, in the same interleaved rounds (the llnl step)."""
+    header = ["workload", "scale", "program", "rounds", "LLNL UMap (page size)", "our defaults",
+              "ours over LLNL UMap, untuned", "tuned (method, page size)", "tuned over LLNL UMap"]
+    rows = []
+    for (workload, scale), record in records.items():
+        if "rounds" not in record:
+            continue
+        ratios = ours_over_llnl(record)
+        ours = record["ours"]
+        rows.append([workload, scale, record["program"], len({run["round"] for run in record["rounds"]}),
+                     f"{md.seconds(record['value'], 1)} ({record['page_size']})", md.seconds(ours[OURS_DEFAULT], 1),
+                     ratio_text(ratios.get(OURS_DEFAULT)), f"{md.seconds(ours[TUNED], 1)} ({record['tuned_method']}, "
+                     f"{format_size(record['tuned_params']['page_size'])})", ratio_text(ratios.get(TUNED))])
     return md.table(header, rows)
 
 
@@ -174,6 +198,8 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
     figures.to_csv(out / "real_figures.csv", index=False)
     side_by_side = {(w, scale): record for w in plan.workloads for scale in plan.scales(w)
                     if (record := load_side_by_side(places, scale, w)) is not None}
+    llnl = {(w, scale): record for w in plan.workloads for scale in plan.scales(w)
+            if (record := load_llnl(places, scale, w)) is not None}
     plot_convergence(figures, plan, places, out / "convergence.png", scale=LARGE)
     budget = plan.budget
     machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
@@ -201,12 +227,18 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         f"size. The kernel's mmap runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
         f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
         + setup(plan, places),
-        "## The tuned pager against the rest\n" + versus(figures, plan, side_by_side),
+        "## The tuned pager against the rest\n" + versus(figures, plan, side_by_side, llnl),
         "### The same, in the same rounds\nThe references were measured in steps of their own, hours or days "
         "from the searches, on a disk whose speed drifts. Here the best tuned winner, our defaults and the "
         "kernel's mmap ran one run each in interleaved rounds (`side-by-side/`): ratios of the medians, with the "
         "range of the per-round ratios; the table above takes its columns of our defaults' step and the kernel "
         "from here (\"same rounds\") where the winner is the same.\n\n" + same_rounds(side_by_side),
+        "### LLNL UMap's own programs, on its library and on ours in the same rounds\nLLNL's umapsort and bfs, "
+        "built against LLNL UMap, ran with LLNL's libumap.so at each of its page sizes and with ours in its place "
+        "(the UMap C API is the same), with our defaults and with the tuned winner's parameters, one run each in "
+        "interleaved rounds (`llnl/`): the program's own timing line, ratios of the medians with the range of the "
+        "per-round ratios against LLNL UMap at its best page size; the table above takes its LLNL column from here "
+        "(\"same rounds, its program\") where the winner is the same.\n\n" + llnl_rounds(llnl),
         "### What each reference measured\n" + measured(figures),
         "## Tuning time of each strategy, capped and uncapped\nWall time from a study's first trial to its "
         "last, its confirmation and the strategy's own time included, the time a resumed study was stopped "
@@ -216,7 +248,7 @@ def write_real_report(plan: Plan, places: Places, command: str) -> Path:
         "draws their median and range.\n\n" + ax_over_seeds(figures, plan),
         "## The small size's parameters at the large size\n" + transfer(figures, plan),
         "## Findings, the disappointing ones first\n"
-        + "\n".join(f"- {text}" for text in real_findings(figures, plan, side_by_side)),
+        + "\n".join(f"- {text}" for text in real_findings(figures, plan, side_by_side, llnl)),
         "## Steps that failed\n" + failures(places),
     ]
     path = out / "summary.md"

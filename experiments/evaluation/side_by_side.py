@@ -13,7 +13,6 @@ a study. Kept as ``<out>/side-by-side/<scale>/<workload>.json``.
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,6 @@ import pandas as pd
 from autopager.analysis import load_study
 from autopager.confirmation import in_turn
 from autopager.errors import StudyError
-from autopager.goal import Goal
 from autopager.kernel_mmap import mmap_runner
 from autopager.machine import read_ahead_of_disk
 from autopager.runner import Runner
@@ -30,9 +28,9 @@ from autopager.workloads import Workload
 from evaluation.kernel import disk_read_ahead_kib
 from evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
 from evaluation.real_figures import COLUMNS, KERNELS, best_tuned, method_rows
+from evaluation.rounds import TUNED
 from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
 
-TUNED = "tuned"
 CONTENDERS = (TUNED, "default", *KERNELS)
 
 
@@ -94,22 +92,3 @@ def measure_side_by_side(spec: SideBySideSpec, plan: Plan, places: Places, timeo
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
     return record
-
-
-def same_round_ratios(record: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
-    """The tuned pager over each other contender: the ratio of the medians and the range of the per-round ratios,
-    over the rounds where both ran."""
-    goal = Goal.parse(record["goal"])
-    by_round: dict[str, dict[int, float]] = {name: {} for name in CONTENDERS}
-    for run in record["runs"]:
-        if run["value"] is not None:
-            by_round[run["contender"]][run["round"]] = run["value"]
-    ratios = {}
-    for name in CONTENDERS[1:]:
-        rounds = sorted(set(by_round[TUNED]) & set(by_round[name]))
-        if not rounds:
-            continue
-        tuned, other = [by_round[TUNED][r] for r in rounds], [by_round[name][r] for r in rounds]
-        each = [goal.speedup(t, o) for t, o in zip(tuned, other)]
-        ratios[name] = (goal.speedup(statistics.median(tuned), statistics.median(other)), min(each), max(each))
-    return ratios
