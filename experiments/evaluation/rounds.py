@@ -21,12 +21,12 @@ def same_round_ratios(record: dict[str, Any], base: str = TUNED) -> dict[str, tu
         if run["value"] is not None:
             values[run["round"]] = run["value"]
     ratios = {}
-    mine = by_round.get(base, {})
+    based = by_round.get(base, {})
     for name, values in by_round.items():
-        rounds = sorted(set(mine) & set(values))
+        rounds = sorted(set(based) & set(values))
         if name == base or not rounds:
             continue
-        ours, other = [mine[r] for r in rounds], [values[r] for r in rounds]
-        each = [goal.speedup(o, t) for o, t in zip(ours, other)]
-        ratios[name] = (goal.speedup(statistics.median(ours), statistics.median(other)), min(each), max(each))
+        mine, theirs = [based[r] for r in rounds], [values[r] for r in rounds]
+        each = [goal.speedup(value, reference) for value, reference in zip(mine, theirs)]
+        ratios[name] = (goal.speedup(statistics.median(mine), statistics.median(theirs)), min(each), max(each))
     return ratios
