@@ -48,7 +48,7 @@ def tuned_winner(plan: Plan, places: Places, workload: str, scale: str) -> tuple
     found = method_rows(plan, places, workload, scale)
     tuned = best_tuned(pd.DataFrame([{"method": method, **row} for method, row in found.items()], columns=COLUMNS))
     if tuned is None:
-        raise StudyError(f"no confirmed search of {scale}/{workload} yet to measure against the kernel")
+        raise StudyError(f"no confirmed search of {scale}/{workload} yet to measure beside the references")
     params = load_study(places.study(scale, workload, tuned.method)).confirmed()["params"]
     return tuned.method, {name: int(value) for name, value in params.items()}
 
