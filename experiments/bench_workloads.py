@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
 from autopager.params import PARAMETERS, format_size, parse_size  # noqa: E402
-from autopager.machine import storage  # noqa: E402
+from autopager.confirmation import in_turn  # noqa: E402
+from autopager.machine import read_ahead_of_disk, storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
 
@@ -53,11 +54,13 @@ class Variant:
     pager: bool             # False: the kernel's mmap
     params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
     programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
+    read_ahead_kib: int | None = None  # the kernel's: the disk's read-ahead during its runs (None: as it is)
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
         if not self.pager:
-            return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
+            with read_ahead_of_disk(workload.data_dir, self.read_ahead_kib):
+                return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
         with programs_of(self.programs):
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
@@ -198,6 +201,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "checkout's module whatever the build)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
+    parser.add_argument("--kernel-read-ahead", default="",
+                        help="comma-separated KiB: the kernel's mmap also with the disk reading ahead that much, in the "
+                        "same rounds (e.g. 128, the kernel's usual default)")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
     parser.add_argument("--headroom", default="16MiB", help="memory limit beyond buffer_size (both modes)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
@@ -211,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
-    variants = [Variant(KERNEL, False), Variant("pager defaults", True)]
+    variants = [Variant(KERNEL, False)]
+    variants += [Variant(f"{KERNEL} ra={kib}KiB", False, read_ahead_kib=int(kib))
+                 for kib in args.kernel_read_ahead.split(",") if kib]
+    variants += [Variant("pager defaults", True)]
     variants += [Variant(format_size(parse_size(s)), True, {"page_size": parse_size(s)})
                  for s in args.page_sizes.split(",") if s]
     variants += [variant_of(text) for text in args.variant]
@@ -232,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             row = Row(workload, pager_memory(workload, args.headroom))
             rows.append(row)
             for repeat in range(args.repeats):
-                for variant in variants:
+                for variant in in_turn(variants, repeat):
                     earlier = row.runs.setdefault(variant.label, [])
                     if any((r.get("error") or "").startswith("timed out") for r in earlier):
                         continue
