@@ -68,17 +68,27 @@ class Variant:
 
 @contextmanager
 def programs_of(directory: Path | None):
-    """AUTOPAGER_BIN set to ``directory`` (when given) for what runs inside."""
-    before = os.environ.get("AUTOPAGER_BIN")
+    """For what runs inside, the build whose workload programs are in ``directory`` (when given): AUTOPAGER_BIN,
+    and that build's preload (``directory``/../libautopager_preload.so, for the transparent workloads) and Python
+    package (``directory``/../python/autopager, for numpy_gather) where they lie beside its programs."""
+    values = {}
     if directory is not None:
-        os.environ["AUTOPAGER_BIN"] = str(directory)
+        values["AUTOPAGER_BIN"] = str(directory)
+        preload, package = directory.parent / "libautopager_preload.so", directory.parent / "python"
+        if preload.is_file():
+            values["AUTOPAGER_PRELOAD"] = str(preload)
+        if (package / "autopager").is_dir():
+            values["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop("AUTOPAGER_BIN", None)
-        else:
-            os.environ["AUTOPAGER_BIN"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
@@ -197,8 +207,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(repeatable)")
     parser.add_argument("--build", action="append", default=[], metavar="LABEL=DIR",
                         help="compare builds: every pager variant also runs with the compiled workload programs in "
-                        "DIR (repeatable; e.g. before=../old/build/workloads; numpy_gather.py imports this "
-                        "checkout's module whatever the build)")
+                        "DIR (repeatable; e.g. before=../old/build/workloads), and with the preload and the Python "
+                        "package beside them where there are (DIR/../libautopager_preload.so, DIR/../python/autopager "
+                        "with its _native module); otherwise the lmdb workloads and numpy_gather run this checkout's")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration override for every workload, e.g. workload.size=3072 (repeatable)")
     parser.add_argument("--kernel-read-ahead", default="",
