@@ -15,7 +15,7 @@ from pager_support import requires_userfaultfd, run_python
 
 pytestmark = requires_userfaultfd
 
-STATS = {"page_size", "read_ahead_run_pages", "read_faults", "write_faults", "fills", "bytes_read", "evictions",
+STATS = {"page_size", "read_ahead_run_pages", "read_faults", "write_faults", "fills", "reads", "bytes_read", "evictions",
          "write_backs", "bytes_written", "write_errors", "read_errors", "resident_pages", "dirty_pages",
          "fault_service_mean_us", "fault_service_p99_us"}
 

@@ -113,6 +113,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
   StatsCounters::add(stats_.fills);
+  StatsCounters::add(stats_.reads);
   StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
   int err = uffd_.copy(region.page_address(page), io_buffer, page_size, protect);
   // A copy wakes the faulting threads only when it installed something, and a fault that found this
@@ -121,6 +122,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   if (err != 0 && err != EEXIST) {
     if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
     stats_.fills.fetch_sub(1, std::memory_order_relaxed);
+    stats_.reads.fetch_sub(1, std::memory_order_relaxed);
     stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
     abandon_install_locked(region, page, err);
     return false;
@@ -164,7 +166,7 @@ void Paging::abandon_install_locked(Region& region, std::uint64_t page, int err)
 }
 
 void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::uint64_t count, char* io_buffer,
-                        ssize_t got) {
+                        ssize_t got, bool for_write) {
   Region& region = *region_ptr;
   const std::size_t page_size = region.page_size;
   const std::uint64_t bytes_got = got > 0 ? static_cast<std::uint64_t>(got) : 0;
@@ -173,8 +175,8 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
   if (covered * page_size > bytes_got) std::memset(io_buffer + bytes_got, 0, covered * page_size - bytes_got);
   auto locks = buffer_.lock_run(region, first, count);
   if (region.closing.load()) covered = 0;
-  const bool dirty = region.writable && !region.track_writes;
-  const WriteProtect protect = region.track_writes ? WriteProtect::kYes : WriteProtect::kNo;
+  const bool dirty = region.writable && (for_write || !region.track_writes);
+  const WriteProtect protect = region.track_writes && !for_write ? WriteProtect::kYes : WriteProtect::kNo;
   for (std::uint64_t page = first; page < first + covered; ++page)
     region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   // Counted before the copy wakes the faulting threads, as a page's fill is; taken back for pages not installed.
@@ -202,6 +204,7 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
     stats_.bytes_read.fetch_sub(std::min<std::uint64_t>(covered_bytes, (covered - installed) * page_size),
                                 std::memory_order_relaxed);
   }
+  if (installed > 0) StatsCounters::add(stats_.reads);
   for (std::uint64_t page = first + covered; page < first + count; ++page) abandon_fill_locked(region, page);
   for (std::uint64_t page = first; page < first + covered; ++page)
     if (region.resident(page)) buffer_.policy().on_fill(PageRef{region_ptr, page});

@@ -169,6 +169,49 @@ TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// A writer of pages not yet read (write faults on missing pages): its stream is a write stream, whose
+// read-ahead runs are installed writable and dirty, so the writes fault about once a run (neither a read
+// fault nor a write-protect fault a page). Pages installed so but never written reach the file unchanged.
+// A reader of another part of the region beside it keeps its pages clean: nothing of them is written back.
+TEST(Writes, AWriterOfMissingSmallPagesFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 4096;
+  ScratchFile file(2 * pages * page, 5);
+  Config config = small_config(page, 4 * pages);  // every page stays resident
+  config.read_ahead = 2;
+  Pager pager(config);
+  if (!pager.has_write_protect()) GTEST_SKIP() << "the kernel has no userfaultfd write-protect";
+  ASSERT_GE(pager.stats().read_ahead_run_pages, 16u);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 2 * pages * page));
+  auto written = [](std::size_t p) { return p % 7 != 3; };  // every seventh page is skipped
+  std::uint64_t wrong = 0;
+  for (std::size_t p = 0; p < pages; ++p) {
+    if (written(p)) bytes[p * page + 1] = static_cast<std::uint8_t>(p * 13 + 1);
+    wrong += bytes[(pages + p) * page] != pattern_byte((pages + p) * page, 5);  // the reader, beside it
+  }
+  EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_LT(s.write_faults, pages / 8) << s.to_json();
+  EXPECT_LT(s.read_faults, pages / 8) << s.to_json();
+  EXPECT_EQ(s.evictions, 0u);
+  ASSERT_EQ(pager.flush(), 0);
+  const Stats flushed = pager.stats();
+  EXPECT_GE(flushed.write_backs, pages - pages / 7) << flushed.to_json();
+  // The writer's pages, and at most a few runs it read ahead into the reader's part first.
+  EXPECT_LT(flushed.write_backs, pages + pages / 4) << "the reader's pages stay clean: " << flushed.to_json();
+  ASSERT_TRUE(pager.unmap(bytes));
+  const std::vector<std::uint8_t> after = file.contents();
+  ASSERT_EQ(after.size(), 2 * pages * page);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const std::size_t p = i / page;
+    const std::uint8_t expected =
+        p < pages && i % page == 1 && written(p) ? static_cast<std::uint8_t>(p * 13 + 1) : pattern_byte(i, 5);
+    wrong += after[i] != expected;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(Writes, ReachTheFileAtANormalExitWithoutUnmap) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
