@@ -244,27 +244,31 @@ void Paging::wake_unless_filling(Region& region, std::uint64_t page) {
 
 void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
-  // A write just after a page written before it is taken for a sequential writer: the clean pages after it,
-  // up to a read-ahead run, are let through with it, so that small pages cost one fault a run, not one a
-  // page. A page so marked and then not written is written back unchanged.
-  const bool sequential = page > 0 && region.state(page - 1) == PageState::kDirty;
+  // A write next to a page written before it is taken for a sequential writer, forward or backward (the two
+  // ends of a partition): the clean pages on from it, up to a read-ahead run, are let through with it, so
+  // that small pages cost one fault a run, not one a page. A page so marked and then not written is written
+  // back unchanged.
+  const bool forward = page > 0 && region.state(page - 1) == PageState::kDirty;
+  const bool backward = !forward && page + 1 < region.page_count && region.state(page + 1) == PageState::kDirty;
   const std::uint64_t most =
-      sequential ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page) : 1;
-  auto locks = buffer_.lock_run(region, page, most);
-  char* address = region.page_address(page);
+      forward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page)
+              : backward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), page + 1) : 1;
+  auto locks = buffer_.lock_run(region, backward ? page + 1 - most : page, most);
   if (region.state(page) == PageState::kClean && region.track_writes) {
-    std::uint64_t count = 1;
-    while (count < most && region.state(page + count) == PageState::kClean) ++count;
-    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kDirty);
+    std::uint64_t first = page, end = page + 1;  // the clean pages let through
+    while (forward && end - page < most && region.state(end) == PageState::kClean) ++end;
+    while (backward && page + 1 - first < most && region.state(first - 1) == PageState::kClean) --first;
+    const std::uint64_t count = end - first;
+    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kDirty);
     stats_.dirty_pages.fetch_add(count, std::memory_order_relaxed);
     // Clearing wakes the writer.
-    if (uffd_.write_protect(address, count * region.page_size, WriteProtect::kNo) == 0) return;
+    if (uffd_.write_protect(region.page_address(first), count * region.page_size, WriteProtect::kNo) == 0) return;
     // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
-    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kClean);
+    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kClean);
     stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
-  uffd_.wake(address, region.page_size);
+  uffd_.wake(region.page_address(page), region.page_size);
 }
 
 void Paging::note_write_back(int err) {

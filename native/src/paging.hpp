@@ -71,7 +71,8 @@ class Paging {
   // wakes them, and waking them before it would only make them fault again.
   void wake_unless_filling(Region& region, std::uint64_t page);
   // The first write to a clean, write-protected page: mark it dirty and let the writer through (with the
-  // clean pages after it, up to a read-ahead run, when the page before it is dirty).
+  // clean pages on from it, up to a read-ahead run, when the page before it is dirty, or the page after it
+  // for a backward writer).
   void resolve_write(Region& region, std::uint64_t page);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.

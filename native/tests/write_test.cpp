@@ -169,6 +169,40 @@ TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// The same backward (a partition's upper end): the fault on the page before a dirty one lets the clean pages
+// below it through, up to a read-ahead run.
+TEST(Writes, ABackwardSequentialWriterFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 1024;
+  ScratchFile file(pages * page, 5);
+  Config config = small_config(page, 2048);  // every page stays resident
+  config.read_ahead = 2;
+  Pager pager(config);
+  if (!pager.has_write_protect()) GTEST_SKIP() << "the kernel has no userfaultfd write-protect";
+  ASSERT_GE(pager.stats().read_ahead_run_pages, 16u);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < pages * page; i += page) wrong += bytes[i] != pattern_byte(i, 5);
+  EXPECT_EQ(wrong, 0u);
+  const std::uint64_t before = pager.stats().write_faults;
+  auto written = [](std::size_t p) { return p % 7 != 3; };
+  for (std::size_t p = pages; p-- > 0;)
+    if (written(p)) bytes[p * page + 1] = static_cast<std::uint8_t>(p * 13 + 1);
+  const Stats s = pager.stats();
+  EXPECT_LT(s.write_faults - before, pages / 8) << s.to_json();
+  ASSERT_TRUE(pager.unmap(bytes));
+  const std::vector<std::uint8_t> after = file.contents();
+  ASSERT_EQ(after.size(), pages * page);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const std::size_t p = i / page;
+    const std::uint8_t expected =
+        i % page == 1 && written(p) ? static_cast<std::uint8_t>(p * 13 + 1) : pattern_byte(i, 5);
+    wrong += after[i] != expected;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 // A writer of pages not yet read (write faults on missing pages): its stream is a write stream, whose
 // read-ahead runs are installed writable and dirty, so the writes fault about once a run (neither a read
 // fault nor a write-protect fault a page). Pages installed so but never written reach the file unchanged.
