@@ -93,11 +93,14 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
     record_service(fault.read_at);
     return true;
   }
-  const FillRequest request = FillRequest::fault((fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0, fault.thread);
+  const bool by_write = (fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+  // A write stream's reader is its writer: its page comes in writable, sparing the write-protect fault.
+  const bool for_write = by_write || (region->track_writes && pool_.in_write_stream(region, page));
+  const FillRequest request = FillRequest::fault(for_write, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
   if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
-  StatsCounters::add(request.for_write ? stats_.write_faults : stats_.read_faults);
-  pool_.queue_read_ahead(region, page, request.for_write);
+  StatsCounters::add(by_write ? stats_.write_faults : stats_.read_faults);
+  pool_.queue_read_ahead(region, page, by_write);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
   if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);
   record_service(fault.read_at);

@@ -248,6 +248,12 @@ void FillerPool::note_write(const RegionPtr& region, std::uint64_t page) {
   region->read_ahead.written(page);
 }
 
+bool FillerPool::in_write_stream(const RegionPtr& region, std::uint64_t page) {
+  if (config_.read_ahead == 0 || !region->writable) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return region->read_ahead.in_write_stream(page);
+}
+
 bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count) {
   if (run.prefetch) return false;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -45,6 +45,8 @@ class FillerPool {
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page, bool for_write);
   // A write-protect fault on `page`: its stream, if any, becomes a write stream (read_ahead.hpp).
   void note_write(const RegionPtr& region, std::uint64_t page);
+  // Whether a read fault on `page` is to be installed writable and dirty: it lies in a write stream.
+  bool in_write_stream(const RegionPtr& region, std::uint64_t page);
   // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
   // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its

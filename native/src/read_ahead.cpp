@@ -75,6 +75,14 @@ void ReadAheadStreams::written(std::uint64_t page) {
       s.for_write = true;
 }
 
+bool ReadAheadStreams::in_write_stream(std::uint64_t page) const {
+  for (const Stream& s : streams_)
+    if (s.for_write && s.window != 0 &&
+        (page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window + 1))))
+      return true;
+  return false;
+}
+
 bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const {
   if (read_ahead_ == 0) return false;
   const std::uint64_t step = std::uint64_t{read_ahead_} * run;

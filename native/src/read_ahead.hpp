@@ -20,8 +20,9 @@
 // has not shown a direction yet, or a stream idle for kIdleFaults faults of the region, so that random faults
 // between the merges of a sort or a BFS frontier and its offsets do not push the streams out.
 // A stream a write fault continues or lands in (a write to a page it read ahead, write-protected) is a write
-// stream from then on: its read-ahead pages are installed writable and dirty, so that a writer of small pages
-// takes no write-protect fault a page; a page so installed and never written is written back unchanged.
+// stream from then on: its read-ahead pages, and the pages its read faults bring in, are installed writable
+// and dirty, so that a writer of small pages takes no write-protect fault a page; a page so installed and
+// never written is written back unchanged.
 #pragma once
 
 #include <array>
@@ -56,6 +57,9 @@ class ReadAheadStreams {
   // The first write to the resident `page` (a write-protect fault): the stream it belongs to, if any,
   // becomes a write stream.
   void written(std::uint64_t page);
+  // Whether `page` is a write stream's newest fault or lies within its window, or one page past it: a read
+  // fault there (the writer outran its read-ahead; it reads before it writes) is installed writable too.
+  bool in_write_stream(std::uint64_t page) const;
   // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
   // the next read and what it reads, when its stream goes on.
   bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const;

@@ -106,9 +106,14 @@ TEST(ReadAheadDecision, AWriteMakesItsStreamAWriteStream) {
   ASSERT_TRUE(s.next_after(104, 1, next, reads));
   EXPECT_TRUE(reads.for_write);
   EXPECT_GT(next, 104u);
+  // A read fault of the writer that outran its read-ahead lies in the write stream: its page comes in writable.
+  EXPECT_TRUE(s.in_write_stream(107));
+  EXPECT_TRUE(s.in_write_stream(103));
+  EXPECT_FALSE(s.in_write_stream(102)) << "behind the stream";
   s.written(900000);  // in no stream
   EXPECT_EQ(s.fault(900001, false).direction, Direction::kNone);
   EXPECT_FALSE(s.fault(900002, false).for_write);
+  EXPECT_FALSE(s.in_write_stream(900003)) << "a read stream";
 }
 
 TEST(ReadAheadDecision, NoReadAheadReadsNothing) {
