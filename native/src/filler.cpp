@@ -88,8 +88,7 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   std::uint64_t page = region->page_of(address);
   if (fault.flags & UFFD_PAGEFAULT_FLAG_WP) {
     StatsCounters::add(stats_.write_faults);
-    pool_.note_write(region, page);
-    paging_.resolve_write(*region, page);
+    paging_.resolve_write(*region, page, pool_.note_write(region, page));
     record_service(fault.read_at);
     return true;
   }

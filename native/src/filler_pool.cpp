@@ -242,10 +242,10 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, b
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 
-void FillerPool::note_write(const RegionPtr& region, std::uint64_t page) {
-  if (config_.read_ahead == 0) return;
+int FillerPool::note_write(const RegionPtr& region, std::uint64_t page) {
+  if (config_.read_ahead == 0) return 0;
   std::lock_guard<std::mutex> lock(mutex_);
-  region->read_ahead.written(page);
+  return static_cast<int>(region->read_ahead.written(page));
 }
 
 bool FillerPool::in_write_stream(const RegionPtr& region, std::uint64_t page) {

@@ -242,14 +242,17 @@ void Paging::wake_unless_filling(Region& region, std::uint64_t page) {
   if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
 }
 
-void Paging::resolve_write(Region& region, std::uint64_t page) {
+void Paging::resolve_write(Region& region, std::uint64_t page, int stream_direction) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   // A write next to a page written before it is taken for a sequential writer, forward or backward (the two
   // ends of a partition): the clean pages on from it, up to a read-ahead run, are let through with it, so
-  // that small pages cost one fault a run, not one a page. A page so marked and then not written is written
-  // back unchanged.
-  const bool forward = page > 0 && region.state(page - 1) == PageState::kDirty;
-  const bool backward = !forward && page + 1 < region.page_count && region.state(page + 1) == PageState::kDirty;
+  // that small pages cost one fault a run, not one a page. Without a dirty neighbour, so is a write in a
+  // write stream's read-ahead (pages it read ahead before it was seen to write), in the stream's direction. A
+  // page so marked and then not written is written back unchanged.
+  const bool after_dirty = page > 0 && region.state(page - 1) == PageState::kDirty;
+  const bool before_dirty = page + 1 < region.page_count && region.state(page + 1) == PageState::kDirty;
+  const bool forward = after_dirty || (!before_dirty && stream_direction > 0);
+  const bool backward = !forward && (before_dirty || stream_direction < 0);
   const std::uint64_t most =
       forward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page)
               : backward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), page + 1) : 1;

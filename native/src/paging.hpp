@@ -72,8 +72,8 @@ class Paging {
   void wake_unless_filling(Region& region, std::uint64_t page);
   // The first write to a clean, write-protected page: mark it dirty and let the writer through (with the
   // clean pages on from it, up to a read-ahead run, when the page before it is dirty, or the page after it
-  // for a backward writer).
-  void resolve_write(Region& region, std::uint64_t page);
+  // for a backward writer; or in `stream_direction`, that of the write stream the page lies in, if not 0).
+  void resolve_write(Region& region, std::uint64_t page, int stream_direction);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.
   int write_back(Region& region, std::uint64_t page);

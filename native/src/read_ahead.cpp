@@ -69,10 +69,15 @@ ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page, bool for_wri
   return Reads{};
 }
 
-void ReadAheadStreams::written(std::uint64_t page) {
-  for (Stream& s : streams_)
-    if (s.window != 0 && (page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window))))
-      s.for_write = true;
+ReadAheadStreams::Direction ReadAheadStreams::written(std::uint64_t page) {
+  Direction direction = Direction::kNone;
+  for (Stream& s : streams_) {
+    if (s.window == 0 || !(page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window))))
+      continue;
+    s.for_write = true;
+    if (s.direction != 0) direction = static_cast<Direction>(s.direction);
+  }
+  return direction;
 }
 
 bool ReadAheadStreams::in_write_stream(std::uint64_t page) const {

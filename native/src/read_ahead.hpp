@@ -55,8 +55,8 @@ class ReadAheadStreams {
   // widens its window and says what it reads.
   Reads fault(std::uint64_t page, bool for_write);
   // The first write to the resident `page` (a write-protect fault): the stream it belongs to, if any,
-  // becomes a write stream.
-  void written(std::uint64_t page);
+  // becomes a write stream; returns that stream's direction (kNone: in no stream with one).
+  Direction written(std::uint64_t page);
   // Whether `page` is a write stream's newest fault or lies within its window, or one page past it: a read
   // fault there (the writer outran its read-ahead; it reads before it writes) is installed writable too.
   bool in_write_stream(std::uint64_t page) const;

@@ -99,7 +99,8 @@ TEST(ReadAheadDecision, AWriteMakesItsStreamAWriteStream) {
   EXPECT_TRUE(s.fault(102, true).for_write);
   EXPECT_TRUE(s.fault(103, false).for_write) << "a write stream stays one";
   EXPECT_FALSE(s.fault(5002, false).for_write);
-  s.written(5004);  // read ahead of the fault at 5002, then written
+  // Read ahead of the fault at 5002, then written: the writer is let through in the stream's direction.
+  EXPECT_EQ(s.written(5004), Direction::kForward);
   EXPECT_TRUE(s.fault(5003, false).for_write);
   std::uint64_t next = 0;
   ReadAheadStreams::Reads reads;
@@ -110,7 +111,7 @@ TEST(ReadAheadDecision, AWriteMakesItsStreamAWriteStream) {
   EXPECT_TRUE(s.in_write_stream(107));
   EXPECT_TRUE(s.in_write_stream(103));
   EXPECT_FALSE(s.in_write_stream(102)) << "behind the stream";
-  s.written(900000);  // in no stream
+  EXPECT_EQ(s.written(900000), Direction::kNone) << "in no stream";
   EXPECT_EQ(s.fault(900001, false).direction, Direction::kNone);
   EXPECT_FALSE(s.fault(900002, false).for_write);
   EXPECT_FALSE(s.in_write_stream(900003)) << "a read stream";
