@@ -35,6 +35,7 @@ class PagingParameters(TypedDict, total=False):
     evict_low_water: int
     evict_retain: int
     read_ahead: int
+    read_ahead_run: Union[int, str]
     max_fault_events: int
     direct_io: int
 
@@ -56,7 +57,8 @@ class Pager:
             print(pager.stats()["evictions"])
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
-    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (pages),
+    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (reads),
+    read_ahead_run (bytes, or "4MiB": the largest read-ahead read),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it). profile= takes them
     from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
@@ -109,6 +111,7 @@ class Pager:
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
                 "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "read_ahead": c.read_ahead,
+                "read_ahead_run": c.read_ahead_run,
                 "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io)}
 
     @property
@@ -237,6 +240,8 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
     buffer_bytes = config.buffer_pages * config.page_size
     if "page_size" in params:
         config.page_size = _positive_size("page_size", params["page_size"])
+    if "read_ahead_run" in params:
+        config.read_ahead_run = _positive_size("read_ahead_run", params["read_ahead_run"])
     for name in _COUNTS:
         if name in params:
             number = _count(name, params[name])

@@ -19,6 +19,7 @@ ENV_VARS: dict[str, str] = {
     "evict_low_water": "UMAP_EVICT_LOW_WATER_THRESHOLD",
     "evict_retain": "UMAP_EVICT_RETAIN",
     "read_ahead": "UMAP_READ_AHEAD",
+    "read_ahead_run": "UMAP_READ_AHEAD_RUN",
     "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
     "direct_io": "UMAP_DIRECT_IO",
 }
@@ -72,6 +73,8 @@ def to_environment(params: Mapping[str, Any]) -> dict[str, str]:
             env[ENV_VARS[name]] = str(max(1, parse_size(value) // page_size))
         elif name == "page_size":
             env[ENV_VARS[name]] = str(page_size)
+        elif name == "read_ahead_run":
+            env[ENV_VARS[name]] = str(parse_size(value))
         else:
             env[ENV_VARS[name]] = str(int(value))
     return env

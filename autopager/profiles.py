@@ -38,7 +38,7 @@ from autopager.machine import this_machine
 from autopager.params import PARAMETERS, format_size, parse_size
 from autopager.space import HIGH, LOW, parse_value
 
-SIZE_PARAMETERS = ("page_size", "buffer_size")
+SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run")
 SUFFIX = ".yaml"
 
 

@@ -20,13 +20,13 @@ from typing import Any, Iterator, Mapping
 from autopager.errors import ConfigError
 from autopager.params import PARAMETERS, format_size, parse_size, system_page_size
 
-SIZES = ("page_size", "buffer_size")
+SIZES = ("page_size", "buffer_size", "read_ahead_run")
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
 LOW, HIGH = "evict_low_water", "evict_high_water"
 LIMITS = {  # smallest and largest value the pager accepts
     "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
     HIGH: (1, 100), LOW: (0, 99), "evict_retain": (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
-    "direct_io": (0, 1),
+    "direct_io": (0, 1), "read_ahead_run": (1, None),
 }
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
 MMAP = "mmap"  # baseline.mmap: whether a study also measures the kernel's mmap (not a parameter)

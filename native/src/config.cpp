@@ -19,10 +19,10 @@ constexpr std::uint64_t kMaxThreads = 1024;
 constexpr std::uint64_t kMaxFaultEvents = 4096;
 constexpr std::uint64_t kMaxReadAhead = 1 << 20;
 constexpr std::uint64_t kMaxPageSize = 1ull << 30;
-// Bounds of the page size chosen from the buffer: a buffer of at least this many pages, and pages of at
-// most 1 MiB (larger pages were no faster in memory and cost more per random fault; issue 13).
-constexpr std::uint64_t kDefaultBufferPages = 1024;
-constexpr std::uint64_t kMostDefaultPageSize = 1ull << 20;
+// The most pages the default page size leaves a buffer: each resident page costs the eviction policy's
+// queue an entry (about 24 bytes), 96 MiB at this many.
+constexpr std::uint64_t kMostDefaultBufferPages = 1ull << 22;
+constexpr std::uint64_t kMaxReadAheadRun = 256ull << 20;
 constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 
 struct Parameter {
@@ -40,6 +40,7 @@ constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESH
 constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
 constexpr Parameter kRetain{"evict_retain", "UMAP_EVICT_RETAIN", true};
 constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", true};
+constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN"};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
 constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
@@ -126,7 +127,7 @@ unsigned hardware_threads() {
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes) {
   const std::uint64_t sys = system_page_size();
   std::uint64_t page = sys;
-  while (page * 2 <= kMostDefaultPageSize && page * 2 <= buffer_bytes / kDefaultBufferPages) page *= 2;
+  while (buffer_bytes / page > kMostDefaultBufferPages) page *= 2;
   return static_cast<std::size_t>(page);
 }
 
@@ -174,6 +175,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kLowWater, &c.evict_low_water);
   read_env_into(kRetain, &c.evict_retain);
   read_env_into(kReadAhead, &c.read_ahead);
+  read_env_into(kReadAheadRun, &c.read_ahead_run);
   read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
   read_env_into(kFaultEvents, &c.max_fault_events);
   read_env_into(kMonitor, &c.monitor_interval);
@@ -212,6 +214,10 @@ void Config::validate() const {
   }
   check_range(kRetain, evict_retain, 0, 99, " percent");
   check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
+  check_range(kReadAheadRun, read_ahead_run, sys, kMaxReadAheadRun, " bytes");
+  if (read_ahead_run % sys != 0)
+    refuse(kReadAheadRun, read_ahead_run, "not a multiple of the system page size",
+           "a multiple of the system page size " + std::to_string(sys));
   check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
   check_range(kMonitor, monitor_interval, 0, kMaxMonitorInterval, " seconds");
   if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))
@@ -224,7 +230,7 @@ std::string Config::to_string() const {
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
       << ", \"evict_retain\": " << evict_retain
-      << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
+      << ", \"read_ahead\": " << read_ahead << ", \"read_ahead_run\": " << read_ahead_run << ", \"max_fault_events\": " << max_fault_events
       << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
       << "\"}";
   return out.str();

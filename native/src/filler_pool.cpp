@@ -218,27 +218,40 @@ bool FillerPool::fills_are_fast() const {
   return fill_ns_average_.load(std::memory_order_relaxed) < kWakeUpNs;
 }
 
-PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, std::uint64_t run, int direction) {
+PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads) {
+  const int direction = static_cast<int>(reads.direction);
   const std::uint64_t room = direction > 0 ? region->page_count - lead : lead + 1;
-  return PageRun{region, lead, std::min(run, room), direction};
+  return PageRun{region, lead, std::min(reads.run, room), direction, false, reads.for_write && region->writable};
 }
 
-void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, bool for_write) {
   if (config_.read_ahead == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  std::uint64_t run = 1;
-  const ReadAheadStreams::Direction direction = region->read_ahead.fault(page, run);
-  if (direction == ReadAheadStreams::Direction::kNone) return;
-  const int towards = static_cast<int>(direction);
+  const ReadAheadStreams::Reads reads = region->read_ahead.fault(page, for_write);
+  if (reads.direction == ReadAheadStreams::Direction::kNone) return;
+  const int towards = static_cast<int>(reads.direction);
+  const std::uint64_t run = reads.run;
   const std::uint64_t room = towards > 0 ? region->page_count - 1 - page : page;
   const std::size_t queued = speculative_.size();
   for (std::uint64_t i = 0; i < config_.read_ahead && 1 + i * run <= room; ++i) {
     const std::uint64_t lead = towards > 0 ? page + 1 + i * run : page - 1 - i * run;
     // A run's pages are looked at when it is read (Paging::claim_run).
     if (run == 1 && region->state(lead) != PageState::kAbsent) continue;
-    speculative_.push_back(read_ahead_run(region, lead, run, towards));
+    speculative_.push_back(read_ahead_run(region, lead, reads));
   }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
+}
+
+int FillerPool::note_write(const RegionPtr& region, std::uint64_t page) {
+  if (config_.read_ahead == 0) return 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int>(region->read_ahead.written(page));
+}
+
+bool FillerPool::in_write_stream(const RegionPtr& region, std::uint64_t page) {
+  if (config_.read_ahead == 0 || !region->writable) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  return region->read_ahead.in_write_stream(page);
 }
 
 bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count) {
@@ -249,10 +262,11 @@ bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std:
 
 void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::uint64_t next, next_run;
-  if (!region->read_ahead.next_after(lead, run, next, next_run) || next >= region->page_count) return;
-  if (next_run == 1 && region->state(next) != PageState::kAbsent) return;
-  speculative_.push_back(read_ahead_run(region, next, next_run, next > lead ? 1 : -1));
+  std::uint64_t next = 0;
+  ReadAheadStreams::Reads reads;
+  if (!region->read_ahead.next_after(lead, run, next, reads) || next >= region->page_count) return;
+  if (reads.run == 1 && region->state(next) != PageState::kAbsent) return;
+  speculative_.push_back(read_ahead_run(region, next, reads));
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 

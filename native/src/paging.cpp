@@ -113,6 +113,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
   StatsCounters::add(stats_.fills);
+  StatsCounters::add(stats_.reads);
   StatsCounters::add(stats_.bytes_read, static_cast<std::uint64_t>(got));
   int err = uffd_.copy(region.page_address(page), io_buffer, page_size, protect);
   // A copy wakes the faulting threads only when it installed something, and a fault that found this
@@ -121,6 +122,7 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
   if (err != 0 && err != EEXIST) {
     if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
     stats_.fills.fetch_sub(1, std::memory_order_relaxed);
+    stats_.reads.fetch_sub(1, std::memory_order_relaxed);
     stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
     abandon_install_locked(region, page, err);
     return false;
@@ -164,7 +166,7 @@ void Paging::abandon_install_locked(Region& region, std::uint64_t page, int err)
 }
 
 void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::uint64_t count, char* io_buffer,
-                        ssize_t got) {
+                        ssize_t got, bool for_write) {
   Region& region = *region_ptr;
   const std::size_t page_size = region.page_size;
   const std::uint64_t bytes_got = got > 0 ? static_cast<std::uint64_t>(got) : 0;
@@ -173,8 +175,8 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
   if (covered * page_size > bytes_got) std::memset(io_buffer + bytes_got, 0, covered * page_size - bytes_got);
   auto locks = buffer_.lock_run(region, first, count);
   if (region.closing.load()) covered = 0;
-  const bool dirty = region.writable && !region.track_writes;
-  const WriteProtect protect = region.track_writes ? WriteProtect::kYes : WriteProtect::kNo;
+  const bool dirty = region.writable && (for_write || !region.track_writes);
+  const WriteProtect protect = region.track_writes && !for_write ? WriteProtect::kYes : WriteProtect::kNo;
   for (std::uint64_t page = first; page < first + covered; ++page)
     region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   // Counted before the copy wakes the faulting threads, as a page's fill is; taken back for pages not installed.
@@ -202,6 +204,7 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
     stats_.bytes_read.fetch_sub(std::min<std::uint64_t>(covered_bytes, (covered - installed) * page_size),
                                 std::memory_order_relaxed);
   }
+  if (installed > 0) StatsCounters::add(stats_.reads);
   for (std::uint64_t page = first + covered; page < first + count; ++page) abandon_fill_locked(region, page);
   for (std::uint64_t page = first; page < first + covered; ++page)
     if (region.resident(page)) buffer_.policy().on_fill(PageRef{region_ptr, page});
@@ -239,29 +242,36 @@ void Paging::wake_unless_filling(Region& region, std::uint64_t page) {
   if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
 }
 
-void Paging::resolve_write(Region& region, std::uint64_t page) {
+void Paging::resolve_write(Region& region, std::uint64_t page, int stream_direction) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
-  // A write just after a page written before it is taken for a sequential writer: the clean pages after it,
-  // up to a read-ahead run, are let through with it, so that small pages cost one fault a run, not one a
-  // page. A page so marked and then not written is written back unchanged.
-  const bool sequential = page > 0 && region.state(page - 1) == PageState::kDirty;
+  // A write next to a page written before it is taken for a sequential writer, forward or backward (the two
+  // ends of a partition): the clean pages on from it, up to a read-ahead run, are let through with it, so
+  // that small pages cost one fault a run, not one a page. Without a dirty neighbour, so is a write in a
+  // write stream's read-ahead (pages it read ahead before it was seen to write), in the stream's direction. A
+  // page so marked and then not written is written back unchanged.
+  const bool after_dirty = page > 0 && region.state(page - 1) == PageState::kDirty;
+  const bool before_dirty = page + 1 < region.page_count && region.state(page + 1) == PageState::kDirty;
+  const bool forward = after_dirty || (!before_dirty && stream_direction > 0);
+  const bool backward = !forward && (before_dirty || stream_direction < 0);
   const std::uint64_t most =
-      sequential ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page) : 1;
-  auto locks = buffer_.lock_run(region, page, most);
-  char* address = region.page_address(page);
+      forward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page)
+              : backward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), page + 1) : 1;
+  auto locks = buffer_.lock_run(region, backward ? page + 1 - most : page, most);
   if (region.state(page) == PageState::kClean && region.track_writes) {
-    std::uint64_t count = 1;
-    while (count < most && region.state(page + count) == PageState::kClean) ++count;
-    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kDirty);
+    std::uint64_t first = page, end = page + 1;  // the clean pages let through
+    while (forward && end - page < most && region.state(end) == PageState::kClean) ++end;
+    while (backward && page + 1 - first < most && region.state(first - 1) == PageState::kClean) --first;
+    const std::uint64_t count = end - first;
+    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kDirty);
     stats_.dirty_pages.fetch_add(count, std::memory_order_relaxed);
     // Clearing wakes the writer.
-    if (uffd_.write_protect(address, count * region.page_size, WriteProtect::kNo) == 0) return;
+    if (uffd_.write_protect(region.page_address(first), count * region.page_size, WriteProtect::kNo) == 0) return;
     // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
-    for (std::uint64_t p = page; p < page + count; ++p) region.set_state(p, PageState::kClean);
+    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kClean);
     stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
-  uffd_.wake(address, region.page_size);
+  uffd_.wake(region.page_address(page), region.page_size);
 }
 
 void Paging::note_write_back(int err) {

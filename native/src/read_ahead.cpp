@@ -24,17 +24,33 @@ bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint6
   return page < newest_fault && newest_fault - page <= reach;
 }
 
-ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page, std::uint64_t& run) {
-  run = 1;
-  if (read_ahead_ == 0) return Direction::kNone;
-  ++clock_;
+ReadAheadStreams::Stream& ReadAheadStreams::replaced() {
+  Stream* candidate = nullptr;  // the oldest unused or one-fault stream
+  Stream* idle = nullptr;       // the oldest stream with a direction that no fault continued for a while
+  for (Stream& s : streams_) {
+    if (s.window == 0 || s.direction == 0) {
+      if (candidate == nullptr || s.last_use < candidate->last_use) candidate = &s;
+    } else if (clock_ - s.last_use > kIdleFaults && (idle == nullptr || s.last_use < idle->last_use)) {
+      idle = &s;
+    }
+  }
+  if (idle != nullptr && (candidate == nullptr || idle->last_use < candidate->last_use)) return *idle;
+  if (candidate != nullptr) return *candidate;
   Stream* oldest = &streams_[0];
+  for (Stream& s : streams_)
+    if (s.last_use < oldest->last_use) oldest = &s;
+  return *oldest;
+}
+
+ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page, bool for_write) {
+  if (read_ahead_ == 0) return Reads{};
+  ++clock_;
   for (Stream& s : streams_) {
     if (s.window != 0 && page == s.newest_fault) {
       // The same page again (several threads fault on it): read ahead only along a stream already sequential.
       s.last_use = clock_;
-      run = run_of(s);
-      return static_cast<Direction>(s.direction);
+      s.for_write = s.for_write || for_write;
+      return Reads{static_cast<Direction>(s.direction), run_of(s), s.for_write};
     }
     // A fault up to just past the stream's window continues it; a stream of one fault goes either way, up to
     // read_ahead + 1 pages from it.
@@ -44,25 +60,42 @@ ReadAheadStreams::Direction ReadAheadStreams::fault(std::uint64_t page, std::uin
       s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
-      run = run_of(s);
-      return static_cast<Direction>(towards);
+      s.for_write = s.for_write || for_write;
+      return Reads{static_cast<Direction>(towards), run_of(s), s.for_write};
     }
-    if (s.last_use < oldest->last_use) oldest = &s;
   }
   // A new stream reads nothing ahead until a second fault shows it is sequential.
-  *oldest = Stream{page, read_ahead_, 0, clock_};
-  return Direction::kNone;
+  replaced() = Stream{page, read_ahead_, 0, clock_, for_write};
+  return Reads{};
 }
 
-bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next,
-                                  std::uint64_t& next_run) const {
+ReadAheadStreams::Direction ReadAheadStreams::written(std::uint64_t page) {
+  Direction direction = Direction::kNone;
+  for (Stream& s : streams_) {
+    if (s.window == 0 || !(page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window))))
+      continue;
+    s.for_write = true;
+    if (s.direction != 0) direction = static_cast<Direction>(s.direction);
+  }
+  return direction;
+}
+
+bool ReadAheadStreams::in_write_stream(std::uint64_t page) const {
+  for (const Stream& s : streams_)
+    if (s.for_write && s.window != 0 &&
+        (page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window + 1))))
+      return true;
+  return false;
+}
+
+bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const {
   if (read_ahead_ == 0) return false;
   const std::uint64_t step = std::uint64_t{read_ahead_} * run;
   for (const Stream& s : streams_) {
     if (s.window <= read_ahead_ || s.direction == 0 || !s.ahead(page, s.direction, s.window)) continue;
     if (s.direction < 0 && page < step) return false;
     next = s.direction > 0 ? page + step : page - step;
-    next_run = run_of(s);
+    reads = Reads{static_cast<Direction>(s.direction), run_of(s), s.for_write};
     return s.ahead(next, s.direction, s.window);
   }
   return false;

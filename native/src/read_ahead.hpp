@@ -13,7 +13,16 @@
 // Where pages are small, a stream's reads grow into runs of pages read with one request (page_memory.hpp):
 // one page each at first, then, as each sequential fault doubles the window, larger, up to `run_pages`.
 // The first reads stay small because a stream is a guess: a binary search's last probes fall a page or two
-// apart and look like one, and reading a megabyte at each would multiply its reads.
+// apart and look like one, and reading a megabyte at each would multiply its reads. So with the default page
+// (the system page, config.hpp) the unit a fault reads follows the faults: a page for an isolated fault,
+// runs doubling along a stream up to `read_ahead_run` bytes, and a page again once random faults have
+// replaced the stream. Streams a fault continues stay followed; a new fault replaces the oldest stream that
+// has not shown a direction yet, or a stream idle for kIdleFaults faults of the region, so that random faults
+// between the merges of a sort or a BFS frontier and its offsets do not push the streams out.
+// A stream a write fault continues or lands in (a write to a page it read ahead, write-protected) is a write
+// stream from then on: its read-ahead pages, and the pages its read faults bring in, are installed writable
+// and dirty, so that a writer of small pages takes no write-protect fault a page; a page so installed and
+// never written is written back unchanged.
 #pragma once
 
 #include <array>
@@ -28,18 +37,32 @@ class ReadAheadStreams {
   // Where to read `read_ahead` pages from a faulting page: nowhere, or on in one direction.
   enum class Direction : int { kBackward = -1, kNone = 0, kForward = 1 };
 
+  // What a stream reads next: in which direction (kNone: nothing), runs of how many pages, and whether its
+  // pages are installed writable and dirty (a write stream).
+  struct Reads {
+    Direction direction = Direction::kNone;
+    std::uint64_t run = 1;
+    bool for_write = false;
+  };
+
   // `read_ahead`: reads kept in flight for a stream, each of up to `run_pages` pages; `most_window`: pages
   // a stream may run ahead of its newest fault.
   ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window);
   // A window of at most a quarter of the buffer and 64 MiB.
   static ReadAheadStreams for_config(const Config& config, unsigned run_pages);
 
-  // A fault at `page`: starts a stream (kNone), or continues one, widens its window and returns its
-  // direction, with in `run` the pages each of its reads covers now.
-  Direction fault(std::uint64_t page, std::uint64_t& run);
+  // A fault on the missing `page` (by a write: `for_write`): starts a stream (kNone), or continues one,
+  // widens its window and says what it reads.
+  Reads fault(std::uint64_t page, bool for_write);
+  // The first write to the resident `page` (a write-protect fault): the stream it belongs to, if any,
+  // becomes a write stream; returns that stream's direction (kNone: in no stream with one).
+  Direction written(std::uint64_t page);
+  // Whether `page` is a write stream's newest fault or lies within its window, or one page past it: a read
+  // fault there (the writer outran its read-ahead; it reads before it writes) is installed writable too.
+  bool in_write_stream(std::uint64_t page) const;
   // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
-  // the next read and its pages, when its stream goes on.
-  bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, std::uint64_t& next_run) const;
+  // the next read and what it reads, when its stream goes on.
+  bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const;
   // Whether a stream in `direction` has faulted past pages [first, first + count) and no stream has any of
   // them ahead: a read of them that waited (queued, or its filler not running) while the scan went on
   // would bring back pages it is done with, evicted meanwhile.
@@ -55,11 +78,17 @@ class ReadAheadStreams {
     std::uint64_t window = 0;
     int direction = 0;  // +1 forward, -1 backward, 0 not known yet (one fault)
     std::uint64_t last_use = 0;
+    bool for_write = false;  // a write fault continued it or landed in it
     // Whether `page` lies within `reach` pages beyond the newest fault in direction `towards`.
     bool ahead(std::uint64_t page, int towards, std::uint64_t reach) const;
   };
   // A few at once: threads scanning different parts of one region, a merge of sorted runs.
-  static constexpr std::size_t kStreams = 4;
+  static constexpr std::size_t kStreams = 8;
+  // Faults of the region after which a stream none of them continued may be replaced by a new one.
+  static constexpr std::uint64_t kIdleFaults = 4 * kStreams;
+
+  // The stream a new fault takes the place of.
+  Stream& replaced();
 
   // The pages each read of stream `s` covers: one until its window is twice read_ahead, then growing with it.
   std::uint64_t run_of(const Stream& s) const;

@@ -48,6 +48,7 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
   s.read_faults = read_faults.load(std::memory_order_relaxed);
   s.write_faults = write_faults.load(std::memory_order_relaxed);
   s.fills = fills.load(std::memory_order_relaxed);
+  s.reads = reads.load(std::memory_order_relaxed);
   s.bytes_read = bytes_read.load(std::memory_order_relaxed);
   s.evictions = evictions.load(std::memory_order_relaxed);
   s.write_backs = write_backs.load(std::memory_order_relaxed);
@@ -66,6 +67,7 @@ std::string Stats::to_json() const {
   std::ostringstream out;
   out << "{\"page_size\": " << page_size << ", \"read_ahead_run_pages\": " << read_ahead_run_pages
       << ", \"read_faults\": " << read_faults << ", \"write_faults\": " << write_faults << ", \"fills\": " << fills
+      << ", \"reads\": " << reads
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
       << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
       << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages

@@ -30,6 +30,7 @@ struct StatsCounters {
   std::atomic<std::uint64_t> read_faults{0};
   std::atomic<std::uint64_t> write_faults{0};
   std::atomic<std::uint64_t> fills{0};
+  std::atomic<std::uint64_t> reads{0};
   std::atomic<std::uint64_t> bytes_read{0};
   std::atomic<std::uint64_t> evictions{0};
   std::atomic<std::uint64_t> write_backs{0};

@@ -143,6 +143,42 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
+// At the default page and read-ahead, the unit a fault reads follows the faults: random faults far apart (in
+// the second half of the file) read their own page each, one request a page; a scan of the first half then
+// reads runs of many pages a request.
+TEST(ReadFaults, TheDefaultsReadAPageARandomFaultAndLargeRunsAlongAScan) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const Config defaults = Config::defaults();
+  const std::size_t page = page_size_for_buffer(std::uint64_t{64} << 20);
+  ASSERT_EQ(page, system_page_size());
+  const std::uint64_t pages = (std::uint64_t{32} << 20) / page;
+  ScratchFile file(pages * page);
+  Config config = small_config(page, 2 * pages);  // every page stays resident
+  config.read_ahead = defaults.read_ahead;
+  config.read_ahead_run = defaults.read_ahead_run;
+  Pager pager(config);
+  ASSERT_GE(pager.stats().read_ahead_run_pages * page, std::uint64_t{1} << 20);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+  std::uint64_t wrong = 0;
+  constexpr std::uint64_t kRandom = 300;
+  for (std::uint64_t i = 0; i < kRandom; ++i) {
+    const std::uint64_t at = (pages / 2 + (i * 2654435761u) % (pages / 2)) * page + i % page;
+    wrong += bytes[at] != pattern_byte(at, 1);
+  }
+  const Stats random = pager.stats();
+  EXPECT_EQ(random.read_faults, kRandom) << random.to_json();
+  EXPECT_EQ(random.reads, random.fills) << random.to_json();
+  EXPECT_LE(random.fills, kRandom + kRandom / 10) << "random faults read about their own pages: " << random.to_json();
+  for (std::uint64_t i = 0; i < pages / 2 * page; i += 512) wrong += bytes[i] != pattern_byte(i, 1);
+  EXPECT_EQ(wrong, 0u);
+  const Stats scan = pager.stats();
+  const std::uint64_t scan_reads = scan.reads - random.reads;
+  const std::uint64_t scan_bytes = scan.bytes_read - random.bytes_read;
+  EXPECT_GE(scan_bytes, pages / 2 * page);
+  EXPECT_GE(scan_bytes / scan_reads, std::uint64_t{128} << 10) << "the scan's reads: " << scan.to_json();
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
 // A loop over four times the buffer: under plain FIFO every page is evicted before the loop comes round
 // again; with evict_retain the first pages filled stay, and the second round finds them resident.
 TEST(Eviction, RetainedPagesOutliveALoopOverMoreThanTheBuffer) {

@@ -133,11 +133,25 @@ TEST(Writes, EvictionsWriteConsecutiveDirtyPagesWithOneWrite) {
   EXPECT_EQ(wrong_words(file.contents(), 3, 6, 4), 0u);
 }
 
-// A sequential writer over clean pages (read first, so installed write-protected): the fault on the page
-// after a dirty one lets the clean pages after it through too, up to a read-ahead run, so the writes fault
-// about once a run, not once a page. A page let through but never written reaches the file unchanged.
-TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
+// The pages a sequential writer writes (every seventh is skipped), and what it writes at offset 1 of each.
+bool written_page(std::size_t p) { return p % 7 != 3; }
+std::uint8_t written_byte(std::size_t p) { return static_cast<std::uint8_t>(p * 13 + 1); }
+
+// The bytes of `after`, a file of pattern seed 5, that are not what the writer of its first `pages` left.
+std::uint64_t wrong_after_writes(const std::vector<std::uint8_t>& after, std::uint64_t pages, std::size_t page) {
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    const std::size_t p = i / page;
+    wrong += after[i] != (p < pages && i % page == 1 && written_page(p) ? written_byte(p) : pattern_byte(i, 5));
+  }
+  return wrong;
+}
+
+// A sequential writer over clean pages (read first, so installed write-protected), forward or backward (a
+// partition's two ends): the fault on the page next to a dirty one lets the clean pages on from it through
+// too, up to a read-ahead run, so the writes fault about once a run, not once a page. A page let through but
+// never written reaches the file unchanged.
+void write_sequentially_over_clean_pages(bool backward) {
   const std::size_t page = system_page_size();
   const std::uint64_t pages = 1024;
   ScratchFile file(pages * page, 5);
@@ -151,22 +165,63 @@ TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
   for (std::size_t i = 0; i < pages * page; i += page) wrong += bytes[i] != pattern_byte(i, 5);
   EXPECT_EQ(wrong, 0u);
   const std::uint64_t before = pager.stats().write_faults;
-  auto written = [](std::size_t p) { return p % 7 != 3; };  // every seventh page is skipped
-  for (std::size_t p = 0; p < pages; ++p)
-    if (written(p)) bytes[p * page + 1] = static_cast<std::uint8_t>(p * 13 + 1);
+  for (std::size_t i = 0; i < pages; ++i) {
+    const std::size_t p = backward ? pages - 1 - i : i;
+    if (written_page(p)) bytes[p * page + 1] = written_byte(p);
+  }
   const Stats s = pager.stats();
   EXPECT_LT(s.write_faults - before, pages / 8) << s.to_json();
   EXPECT_EQ(s.evictions, 0u);
   ASSERT_TRUE(pager.unmap(bytes));
   const std::vector<std::uint8_t> after = file.contents();
   ASSERT_EQ(after.size(), pages * page);
-  for (std::size_t i = 0; i < after.size(); ++i) {
-    const std::size_t p = i / page;
-    const std::uint8_t expected =
-        i % page == 1 && written(p) ? static_cast<std::uint8_t>(p * 13 + 1) : pattern_byte(i, 5);
-    wrong += after[i] != expected;
+  EXPECT_EQ(wrong_after_writes(after, pages, page), 0u);
+}
+
+TEST(Writes, ASequentialWriterFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  write_sequentially_over_clean_pages(false);
+}
+
+TEST(Writes, ABackwardSequentialWriterFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  write_sequentially_over_clean_pages(true);
+}
+
+// A writer of pages not yet read (write faults on missing pages): its stream is a write stream, whose
+// read-ahead runs are installed writable and dirty, so the writes fault about once a run (neither a read
+// fault nor a write-protect fault a page). Pages installed so but never written reach the file unchanged.
+// A reader of another part of the region beside it keeps its pages clean: nothing of them is written back.
+TEST(Writes, AWriterOfMissingSmallPagesFaultsAboutOnceARun) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 4096;
+  ScratchFile file(2 * pages * page, 5);
+  Config config = small_config(page, 4 * pages);  // every page stays resident
+  config.read_ahead = 2;
+  Pager pager(config);
+  if (!pager.has_write_protect()) GTEST_SKIP() << "the kernel has no userfaultfd write-protect";
+  ASSERT_GE(pager.stats().read_ahead_run_pages, 16u);
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 2 * pages * page));
+  std::uint64_t wrong = 0;
+  for (std::size_t p = 0; p < pages; ++p) {
+    if (written_page(p)) bytes[p * page + 1] = written_byte(p);
+    wrong += bytes[(pages + p) * page] != pattern_byte((pages + p) * page, 5);  // the reader, beside it
   }
   EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_LT(s.write_faults, pages / 8) << s.to_json();
+  EXPECT_LT(s.read_faults, pages / 8) << s.to_json();
+  EXPECT_EQ(s.evictions, 0u);
+  ASSERT_EQ(pager.flush(), 0);
+  const Stats flushed = pager.stats();
+  EXPECT_GE(flushed.write_backs, pages - pages / 7) << flushed.to_json();
+  // The writer's pages, and at most a few runs it read ahead into the reader's part first.
+  EXPECT_LT(flushed.write_backs, pages + pages / 4) << "the reader's pages stay clean: " << flushed.to_json();
+  ASSERT_TRUE(pager.unmap(bytes));
+  const std::vector<std::uint8_t> after = file.contents();
+  ASSERT_EQ(after.size(), 2 * pages * page);
+  EXPECT_EQ(wrong_after_writes(after, pages, page), 0u);
 }
 
 TEST(Writes, ReachTheFileAtANormalExitWithoutUnmap) {

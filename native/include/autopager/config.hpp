@@ -23,7 +23,7 @@ enum class LogLevel : unsigned {
 };
 
 struct Config {
-  std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page (page_size_for_buffer)
+  std::size_t page_size = 0;        // bytes an isolated fault reads; a multiple of the system page (page_size_for_buffer)
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
   unsigned evictors = 0;            // threads writing back and evicting; defaults(): half the hardware threads, ≥ 1
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
@@ -31,7 +31,9 @@ struct Config {
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned evict_retain = 0;        // % of the buffer kept by the first pages filled, evicted only when no
                                     // other page is left (policy/eviction_policy.hpp); 0: plain FIFO
-  unsigned read_ahead = 0;          // pages fetched along a sequential stream (read_ahead.hpp); defaults(): 2
+  unsigned read_ahead = 0;          // reads kept in flight along a sequential stream (read_ahead.hpp); defaults(): 2
+  std::size_t read_ahead_run = std::size_t{4} << 20;  // most bytes one read-ahead read covers (whole pages of
+                                                      // page_size; at most a quarter of a filler's read slots)
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
                                     // file system allows; defaults(): true
@@ -57,8 +59,9 @@ struct Config {
 };
 
 std::size_t system_page_size();
-// The page size used when none is given (UMAP_PAGESIZE, page_size=): the largest power of two not above
-// buffer_bytes / 1024, so that the buffer holds about 1024 pages or more, within [system page, 1 MiB].
+// The page size used when none is given (UMAP_PAGESIZE, page_size=): the system page, so that an isolated
+// fault reads no more than it needs while read-ahead grows along streams (read_ahead.hpp); doubled while the
+// buffer would hold more than 4 Mi pages (16 GiB of 4 KiB pages), which bounds the per-page bookkeeping.
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
 unsigned hardware_threads();

@@ -12,6 +12,7 @@ struct Stats {
   std::uint64_t read_faults = 0;       // faults on missing pages by reads
   std::uint64_t write_faults = 0;      // faults by writes (missing pages, or first write to a clean page)
   std::uint64_t fills = 0;             // pages read from a store and installed (demand, read-ahead, prefetch)
+  std::uint64_t reads = 0;             // the store reads that installed them: a page's, or a read-ahead run's
   std::uint64_t bytes_read = 0;
   std::uint64_t evictions = 0;         // pages released from the buffer
   std::uint64_t write_backs = 0;       // dirty pages written to a store

@@ -29,6 +29,7 @@ py::dict stats_to_dict(const Stats& stats) {
   out["read_faults"] = stats.read_faults;
   out["write_faults"] = stats.write_faults;
   out["fills"] = stats.fills;
+  out["reads"] = stats.reads;
   out["bytes_read"] = stats.bytes_read;
   out["evictions"] = stats.evictions;
   out["write_backs"] = stats.write_backs;
@@ -83,6 +84,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("evict_low_water", &Config::evict_low_water)
       .def_readwrite("evict_retain", &Config::evict_retain)
       .def_readwrite("read_ahead", &Config::read_ahead)
+      .def_readwrite("read_ahead_run", &Config::read_ahead_run)
       .def_readwrite("max_fault_events", &Config::max_fault_events)
       .def_readwrite("direct_io", &Config::direct_io)
       .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
@@ -151,8 +153,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("read_path", [] { return std::string(read_path()); });
   m.def("system_page_size", &system_page_size);
   m.def("page_size_for_buffer", &page_size_for_buffer, py::arg("buffer_bytes"),
-        "The page size a pager uses when none is given: the largest power of two not above buffer_bytes / 1024, "
-        "within [system page, 1 MiB].");
+        "The page size a pager uses when none is given: the system page, doubled while the buffer would hold "
+        "more than 4 Mi pages.");
   m.def("hardware_threads", &hardware_threads);
   bind_config(m);
   bind_stores(m);
