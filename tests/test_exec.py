@@ -51,17 +51,20 @@ def environment() -> dict:
     return env
 
 
-def run(argv, cwd, transparent: bool, settings=SETTINGS, status: int = 0) -> subprocess.CompletedProcess:
-    """`argv` as is, or under `autopager exec` with `settings`; it must end with `status` (-N: signal N)."""
+def run(argv, cwd, transparent: bool, settings=SETTINGS, status: int = 0, env=None) -> subprocess.CompletedProcess:
+    """`argv` as is, or under `autopager exec` with `settings` (and the variables `env` besides); it must end
+    with `status` (-N: signal N)."""
     if transparent:
         argv = [sys.executable, "-m", "autopager.cli", "exec", *settings, "--", *argv]
-    proc = subprocess.run(argv, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(argv, cwd=cwd, env={**environment(), **(env or {})}, capture_output=True, text=True,
+                          timeout=180)
     assert proc.returncode == status, f"{argv} ended with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
-def run_python(script: str, cwd, transparent: bool, settings=SETTINGS, status: int = 0) -> subprocess.CompletedProcess:
-    return run([sys.executable, "-c", textwrap.dedent(script)], cwd, transparent, settings, status)
+def run_python(script: str, cwd, transparent: bool, settings=SETTINGS, status: int = 0,
+               env=None) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-c", textwrap.dedent(script)], cwd, transparent, settings, status, env)
 
 
 def pager_stats(stderr: str) -> list[dict]:
@@ -406,6 +409,25 @@ def test_private_writable_mappings_keep_their_writes_private(tmp_path):
     # fork hands the numpy array's mapping to the kernel, MADV_DONTNEED the other's
     stats = assert_served(served, mappings=2, handed_over=2)
     assert stats["write_backs"] > 0  # evicted private pages went to the scratch file
+
+
+def test_private_writes_beyond_the_free_space_of_tmpdir_are_kept(tmp_path):
+    script = """
+        import hashlib, mmap
+        f = open("data.bin", "rb")
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)    # MAP_PRIVATE, PROT_READ | PROT_WRITE
+        for at in range(0, len(m), 4096):
+            m[at:at + 8] = b"private!"                           # every page: 64 times the scratch space
+        print(hashlib.sha256(m[:]).hexdigest(), m[4096 * 7:4096 * 7 + 8])
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(4, seed=11))
+    with small_tmpfs(tmp_path / "small", 16 << 10) as fs:
+        expected = run_python(script, kernel.parent, transparent=False)
+        served = run_python(script, preload.parent, transparent=True, env={"TMPDIR": str(fs.directory)})
+    assert served.stdout == expected.stdout and "b'private!'" in served.stdout, served.stderr
+    assert preload.read_bytes() == kernel.read_bytes() == numbers(4, seed=11)
+    stats = assert_served(served, mappings=1, handed_over=0)
+    assert stats["write_backs"] > 0, stats  # evicted pages went to the scratch file, then to memory
 
 
 EXEC_SCRIPT = """
