@@ -634,6 +634,24 @@ def test_a_munmap_whose_write_back_fails_keeps_the_mapping_for_a_later_munmap(tm
         assert data.count(0) == len(data) - len(data) // (64 << 10)
 
 
+def test_a_program_whose_main_thread_calls_pthread_exit_ends_and_keeps_its_writes(tmp_path):
+    script = """
+        import ctypes, mmap
+        f = open("data.bin", "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        for at in range(0, len(m), 4096):
+            m[at] = 7
+        print("written", flush=True)
+        ctypes.CDLL(None).pthread_exit(None)                 # the last thread: glibc calls exit(0)
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=12))
+    expected = run_python(script, kernel.parent, transparent=False)
+    served = run_python(script, preload.parent, transparent=True)
+    assert served.stdout == expected.stdout == "written\n"
+    assert preload.read_bytes() == kernel.read_bytes()
+    assert_served(served, mappings=1, handed_over=0)
+
+
 TRUNCATE_SCRIPT = """
     import ctypes, mmap, os
     libc = ctypes.CDLL(None, use_errno=True)

@@ -4,6 +4,7 @@
  * and ends first; the exit writes every page back. The parent checks the status, the handler and the file.
  * A child that hangs is killed after a minute (a signal the child gets could go unseen: its only threads
  * left would be the pager's, which block them). */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
   signal(SIGALRM, kill_the_child);
   alarm(60);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   alarm(0);
   char mark = 0;
