@@ -652,6 +652,23 @@ def test_a_program_whose_main_thread_calls_pthread_exit_ends_and_keeps_its_write
     assert_served(served, mappings=1, handed_over=0)
 
 
+@pytest.mark.parametrize("call", ["os.execv('/bin/sh', ['sh', '-c', 'exit 0'])",
+                                  "os.execlp('sh', 'sh', '-c', 'exit 0')"], ids=["execv", "execlp"])
+def test_writes_through_the_map_survive_an_exec_of_the_process(tmp_path, call):
+    script = f"""
+        import mmap, os
+        f = open("data.bin", "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        for at in range(0, len(m), 4096):
+            m[at] = 9
+        {call}                                                 # the kernel's page cache keeps the writes
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=13))
+    run_python(script, kernel.parent, transparent=False)
+    run_python(script, preload.parent, transparent=True)
+    assert preload.read_bytes() == kernel.read_bytes() != numbers(3, seed=13)
+
+
 TRUNCATE_SCRIPT = """
     import ctypes, mmap, os
     libc = ctypes.CDLL(None, use_errno=True)

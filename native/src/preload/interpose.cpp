@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -53,6 +54,20 @@ void spawning() {
   if (inside) return;
   Inside guard;
   table().before_spawn();
+}
+
+// The arguments after an exec's first, up to its null pointer.
+std::size_t argument_count(va_list args) {
+  std::size_t count = 0;
+  while (va_arg(args, char*) != nullptr) ++count;
+  return count;
+}
+
+// `first`, the arguments after it, and the null pointer into `argv` (room for argument_count + 2).
+void list_arguments(const char* first, va_list args, char** argv) {
+  argv[0] = const_cast<char*>(first);
+  std::size_t i = 1;
+  while ((argv[i] = va_arg(args, char*)) != nullptr) ++i;
 }
 
 mode_t mode_argument(int flags, va_list args) {
@@ -361,6 +376,70 @@ __attribute__((visibility("default"))) int system(const char* command) {
 __attribute__((visibility("default"))) FILE* popen(const char* command, const char* mode) {
   spawning();
   return kernel().popen(command, mode);
+}
+
+// The process's own memory ends with an exec: its writes reach the files first, as the kernel's page cache
+// keeps them. (execv, execvp, execl... call the C library's own execve.)
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().execve(path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  return execve(path, argv, environ);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().execvpe(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+  return execvpe(file, argv, environ);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().fexecve(fd, argv, envp);
+}
+
+// execl, execlp and execle: their arguments put in an array on the stack (no allocation: an exec may follow
+// vfork), for the array calls above.
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const std::size_t count = argument_count(args);
+  va_end(args);
+  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
+  va_start(args, arg);
+  list_arguments(arg, args, argv);
+  va_end(args);
+  return execve(path, argv, environ);
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const std::size_t count = argument_count(args);
+  va_end(args);
+  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
+  va_start(args, arg);
+  list_arguments(arg, args, argv);
+  va_end(args);
+  return execvpe(file, argv, environ);
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const std::size_t count = argument_count(args);
+  va_end(args);
+  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
+  va_start(args, arg);
+  list_arguments(arg, args, argv);
+  char** envp = va_arg(args, char**);
+  va_end(args);
+  return execve(path, argv, envp);
 }
 
 // vfork (Python's subprocess uses it) returns twice from one stack frame, the child's first: a C function

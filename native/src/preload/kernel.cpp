@@ -74,13 +74,22 @@ int lib_posix_spawnp(pid_t* pid, const char* p, const posix_spawn_file_actions_t
 }
 int lib_system(const char* c) { return looked_up<decltype(&lib_system)>("system")(c); }
 FILE* lib_popen(const char* c, const char* m) { return looked_up<decltype(&lib_popen)>("popen")(c, m); }
+int sys_execve(const char* p, char* const argv[], char* const envp[]) {
+  return static_cast<int>(syscall(SYS_execve, p, argv, envp));
+}
+int lib_execvpe(const char* f, char* const argv[], char* const envp[]) {
+  return looked_up<decltype(&lib_execvpe)>("execvpe")(f, argv, envp);
+}
+int lib_fexecve(int fd, char* const argv[], char* const envp[]) {
+  return looked_up<decltype(&lib_fexecve)>("fexecve")(fd, argv, envp);
+}
 
 KernelCalls system_calls{sys_mmap,     sys_munmap,   sys_mprotect,  sys_madvise,   sys_msync,  sys_mremap,
                          sys_write,    sys_pwrite,   sys_writev,    sys_pwritev,   sys_pwritev2, sys_ftruncate,
                          sys_truncate, sys_fallocate, sys_open,     sys_openat,    lib_fopen,  lib_freopen,
                          sys_read,     sys_pread,    sys_readv,     sys_preadv,    sys_preadv2, sys_fsync,
                          sys_fdatasync, sys_exit,    lib_posix_spawn, lib_posix_spawnp, lib_system, lib_popen,
-                         nullptr};
+                         nullptr,      sys_execve,   lib_execvpe,   lib_fexecve};
 KernelCalls next_calls = system_calls;
 bool resolved = false;
 
@@ -124,6 +133,9 @@ __attribute__((constructor(101))) void resolve_next_calls() {
   next(calls.system, "system");
   next(calls.popen, "popen");
   next(calls.vfork, "vfork");
+  next(calls.execve, "execve");
+  next(calls.execvpe, "execvpe");
+  next(calls.fexecve, "fexecve");
   next_calls = calls;
   __atomic_store_n(&resolved, true, __ATOMIC_RELEASE);
 }

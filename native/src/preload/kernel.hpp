@@ -46,6 +46,9 @@ struct KernelCalls {
   int (*system)(const char*);
   FILE* (*popen)(const char*, const char*);
   pid_t (*vfork)();  // only ever jumped to (interpose.cpp), never called from C
+  int (*execve)(const char*, char* const[], char* const[]);
+  int (*execvpe)(const char*, char* const[], char* const[]);
+  int (*fexecve)(int, char* const[], char* const[]);
 };
 
 // The next definitions after the preload's (the C library's), looked up once; before that (a call

@@ -56,8 +56,8 @@ class ServedMappings {
 
   // Before _exit: every write through a served mapping reaches its file, as with the kernel's page cache.
   void before_exit();
-  // Before a child process starts without fork() (posix_spawn, system, popen, vfork): every write
-  // through a served mapping reaches its file, so the child reads it as with the kernel's page cache.
+  // Before a child process starts without fork() (posix_spawn, system, popen, vfork) or the process
+  // execs: every write through a served mapping reaches its file, as with the kernel's page cache.
   void before_spawn();
   // pthread_atfork, once a pager exists: before fork every write reaches the files; the child maps
   // them with the kernel.
