@@ -33,13 +33,16 @@ constexpr auto kLookAgain = std::chrono::seconds(1);
 // Whether the thread `tid` of this process still runs the program's code: not ended (a zombie main
 // thread, or one ending), no pager thread (this copy's or another's, all named ap-*), no io_uring worker.
 bool runs_program_code(pid_t tid) {
+  // No allocation while the main thread runs: a thread's first malloc can reserve it an arena of 64 MiB of
+  // address space, which a program under RLIMIT_AS would miss.
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
-  FILE* file = std::fopen(path, "re");
-  if (file == nullptr) return false;  // ended
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // ended
   char text[512];
-  const std::size_t n = std::fread(text, 1, sizeof text - 1, file);
-  std::fclose(file);
+  const ssize_t n = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (n <= 0) return false;
   text[n] = '\0';
   // "tid (comm) state ppid pgrp session tty_nr tpgid flags ..."; comm may hold spaces and parentheses.
   const char* open = std::strchr(text, '(');
