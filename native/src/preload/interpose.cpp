@@ -56,18 +56,19 @@ void spawning() {
   table().before_spawn();
 }
 
-// The arguments after an exec's first, up to its null pointer.
-std::size_t argument_count(va_list args) {
+// Calls exec(argv, envp) with `first` and the arguments in `args` up to their null pointer as argv, and
+// the environment after them (`with_environment`, execle) or the process's.
+template <typename Exec>
+int exec_listed(const char* first, va_list args, bool with_environment, Exec exec) {
+  va_list counting;
+  va_copy(counting, args);
   std::size_t count = 0;
-  while (va_arg(args, char*) != nullptr) ++count;
-  return count;
-}
-
-// `first`, the arguments after it, and the null pointer into `argv` (room for argument_count + 2).
-void list_arguments(const char* first, va_list args, char** argv) {
+  while (va_arg(counting, char*) != nullptr) ++count;
+  va_end(counting);
+  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
   argv[0] = const_cast<char*>(first);
-  std::size_t i = 1;
-  while ((argv[i] = va_arg(args, char*)) != nullptr) ++i;
+  for (std::size_t i = 1; i <= count + 1; ++i) argv[i] = va_arg(args, char*);
+  return exec(argv, with_environment ? va_arg(args, char**) : environ);
 }
 
 mode_t mode_argument(int flags, va_list args) {
@@ -408,38 +409,25 @@ __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], c
 __attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
   va_list args;
   va_start(args, arg);
-  const std::size_t count = argument_count(args);
+  const int result = exec_listed(arg, args, false, [&](char** argv, char** envp) { return execve(path, argv, envp); });
   va_end(args);
-  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
-  va_start(args, arg);
-  list_arguments(arg, args, argv);
-  va_end(args);
-  return execve(path, argv, environ);
+  return result;
 }
 
 __attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
   va_list args;
   va_start(args, arg);
-  const std::size_t count = argument_count(args);
+  const int result = exec_listed(arg, args, false, [&](char** argv, char** envp) { return execvpe(file, argv, envp); });
   va_end(args);
-  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
-  va_start(args, arg);
-  list_arguments(arg, args, argv);
-  va_end(args);
-  return execvpe(file, argv, environ);
+  return result;
 }
 
 __attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
   va_list args;
   va_start(args, arg);
-  const std::size_t count = argument_count(args);
+  const int result = exec_listed(arg, args, true, [&](char** argv, char** envp) { return execve(path, argv, envp); });
   va_end(args);
-  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
-  va_start(args, arg);
-  list_arguments(arg, args, argv);
-  char** envp = va_arg(args, char**);
-  va_end(args);
-  return execve(path, argv, envp);
+  return result;
 }
 
 // vfork (Python's subprocess uses it) returns twice from one stack frame, the child's first: a C function
