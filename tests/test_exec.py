@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -50,17 +51,20 @@ def environment() -> dict:
     return env
 
 
-def run(argv, cwd, transparent: bool, settings=SETTINGS) -> subprocess.CompletedProcess:
-    """`argv` as is, or under `autopager exec` with `settings`; it must succeed."""
+def run(argv, cwd, transparent: bool, settings=SETTINGS, status: int = 0, env=None) -> subprocess.CompletedProcess:
+    """`argv` as is, or under `autopager exec` with `settings` (and the variables `env` besides); it must end
+    with `status` (-N: signal N)."""
     if transparent:
         argv = [sys.executable, "-m", "autopager.cli", "exec", *settings, "--", *argv]
-    proc = subprocess.run(argv, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"{argv} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    proc = subprocess.run(argv, cwd=cwd, env={**environment(), **(env or {})}, capture_output=True, text=True,
+                          timeout=180)
+    assert proc.returncode == status, f"{argv} ended with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
-def run_python(script: str, cwd, transparent: bool, settings=SETTINGS) -> subprocess.CompletedProcess:
-    return run([sys.executable, "-c", textwrap.dedent(script)], cwd, transparent, settings)
+def run_python(script: str, cwd, transparent: bool, settings=SETTINGS, status: int = 0,
+               env=None) -> subprocess.CompletedProcess:
+    return run([sys.executable, "-c", textwrap.dedent(script)], cwd, transparent, settings, status, env)
 
 
 def pager_stats(stderr: str) -> list[dict]:
@@ -407,6 +411,25 @@ def test_private_writable_mappings_keep_their_writes_private(tmp_path):
     assert stats["write_backs"] > 0  # evicted private pages went to the scratch file
 
 
+def test_private_writes_beyond_the_free_space_of_tmpdir_are_kept(tmp_path):
+    script = """
+        import hashlib, mmap
+        f = open("data.bin", "rb")
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)    # MAP_PRIVATE, PROT_READ | PROT_WRITE
+        for at in range(0, len(m), 4096):
+            m[at:at + 8] = b"private!"                           # every page: 64 times the scratch space
+        print(hashlib.sha256(m[:]).hexdigest(), m[4096 * 7:4096 * 7 + 8])
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(4, seed=11))
+    with small_tmpfs(tmp_path / "small", 16 << 10) as fs:
+        expected = run_python(script, kernel.parent, transparent=False)
+        served = run_python(script, preload.parent, transparent=True, env={"TMPDIR": str(fs.directory)})
+    assert served.stdout == expected.stdout and "b'private!'" in served.stdout, served.stderr
+    assert preload.read_bytes() == kernel.read_bytes() == numbers(4, seed=11)
+    stats = assert_served(served, mappings=1, handed_over=0)
+    assert stats["write_backs"] > 0, stats  # evicted pages went to the scratch file, then to memory
+
+
 EXEC_SCRIPT = """
     import hashlib, mmap, subprocess, sys
     with open("data.bin", "rb") as f:
@@ -609,6 +632,148 @@ def test_a_munmap_whose_write_back_fails_keeps_the_mapping_for_a_later_munmap(tm
         data = path.read_bytes()
         assert all(data[at] == 7 for at in range(11, len(data), 64 << 10))
         assert data.count(0) == len(data) - len(data) // (64 << 10)
+
+
+def test_a_program_whose_main_thread_calls_pthread_exit_ends_and_keeps_its_writes(tmp_path):
+    script = """
+        import ctypes, mmap
+        f = open("data.bin", "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        for at in range(0, len(m), 4096):
+            m[at] = 7
+        print("written", flush=True)
+        ctypes.CDLL(None).pthread_exit(None)                 # the last thread: glibc calls exit(0)
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=12))
+    expected = run_python(script, kernel.parent, transparent=False)
+    served = run_python(script, preload.parent, transparent=True)
+    assert served.stdout == expected.stdout == "written\n"
+    assert preload.read_bytes() == kernel.read_bytes()
+    assert_served(served, mappings=1, handed_over=0)
+
+
+@pytest.mark.parametrize("call", ["os.execv('/bin/sh', ['sh', '-c', 'exit 0'])",
+                                  "os.execlp('sh', 'sh', '-c', 'exit 0')"], ids=["execv", "execlp"])
+def test_writes_through_the_map_survive_an_exec_of_the_process(tmp_path, call):
+    script = f"""
+        import mmap, os
+        f = open("data.bin", "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        for at in range(0, len(m), 4096):
+            m[at] = 9
+        {call}                                                 # the kernel's page cache keeps the writes
+    """
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=13))
+    run_python(script, kernel.parent, transparent=False)
+    run_python(script, preload.parent, transparent=True)
+    assert preload.read_bytes() == kernel.read_bytes() != numbers(3, seed=13)
+
+
+TRUNCATE_SCRIPT = """
+    import ctypes, mmap, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fputs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    maps = {}
+    for name in ("truncate.bin", "open.bin", "fopen.bin", "hole.bin", "zero.bin"):
+        f = open(name, "r+b")
+        m = mmap.mmap(f.fileno(), 0)
+        m[100:110] = b"w" * 10
+        m[len(m) - 10:] = b"z" * 10                          # dirty pages at both ends
+        maps[name] = m
+    os.truncate("truncate.bin", 6)                           # truncate(2)
+    with open("open.bin", "w") as g:                         # open(O_TRUNC)
+        g.write("hello\\n")
+    stream = libc.fopen(b"fopen.bin", b"w")                  # the C library's own open
+    libc.fputs(b"fopened\\n", stream)
+    libc.fclose(stream)
+    fd = os.open("hole.bin", os.O_RDWR)
+    assert libc.fallocate(fd, 3, 0, 1 << 20) == 0, ctypes.get_errno()        # PUNCH_HOLE | KEEP_SIZE
+    fd = os.open("zero.bin", os.O_RDWR)
+    assert libc.fallocate(fd, 0x10, 4096, 8192) == 0, ctypes.get_errno()     # ZERO_RANGE
+    for name, m in maps.items():                             # a truncated one only within its new end
+        rest = (m[4090:4100], m[len(m) - 4:]) if name in ("hole.bin", "zero.bin") else ()
+        print(name, os.path.getsize(name), m[:8], m[100:110], *rest)
+"""
+
+
+def test_truncation_and_fallocate_of_a_file_written_through_its_map(tmp_path):
+    names = ("truncate.bin", "open.bin", "fopen.bin", "hole.bin", "zero.bin")
+    files = [twin_files(tmp_path, name, numbers(3, seed=seed)) for seed, name in enumerate(names)]
+    expected = run_python(TRUNCATE_SCRIPT, tmp_path / "kernel", transparent=False)
+    served = run_python(TRUNCATE_SCRIPT, tmp_path / "preload", transparent=True)
+    assert served.stdout == expected.stdout and "open.bin 6 b'hello\\n" in served.stdout
+    # The stale dirty pages never come back over what the truncation, open or fallocate left.
+    for kernel, preload in files:
+        assert preload.read_bytes() == kernel.read_bytes(), preload.name
+    assert [path.stat().st_size for path, _ in files[:3]] == [6, 6, 8]
+    assert preload_summary(served.stderr) == (5, 5), served.stderr
+
+
+TRUNCATED_READ_SCRIPT = """
+    import mmap, os, sys
+    f = open("data.bin", "r+b")
+    m = mmap.mmap(f.fileno(), 0)
+    m[len(m) - 10:] = b"z" * 10
+    with open("data.bin", "wb") as g:
+        g.write(b"short")
+    print(m[:5], flush=True)
+    print(m[len(m) - 1], flush=True)                         # past the new end: SIGBUS, as with the kernel
+"""
+
+
+def test_a_mapping_past_the_end_of_a_file_truncated_by_open_is_sigbus(tmp_path):
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(3, seed=9))
+    expected = run_python(TRUNCATED_READ_SCRIPT, kernel.parent, transparent=False, status=-signal.SIGBUS)
+    served = run_python(TRUNCATED_READ_SCRIPT, preload.parent, transparent=True, status=-signal.SIGBUS)
+    assert served.stdout == expected.stdout == "b'short'\n"
+    assert preload.read_bytes() == kernel.read_bytes() == b"short"
+
+
+SPAWN_SCRIPT = """
+    import ctypes, mmap, os, subprocess, sys
+    libc = ctypes.CDLL(None)
+    libc.popen.restype = ctypes.c_void_p
+    libc.popen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fgets.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p]
+    libc.pclose.argtypes = [ctypes.c_void_p]
+    f = open("data.bin", "r+b")
+    m = mmap.mmap(f.fileno(), 0)
+    def child(at):                                           # reads the file, not the map
+        return ["dd", "if=data.bin", "bs=1", f"skip={at}", "count=8", "status=none"]
+    def write(i):
+        at = (i * 2 + 1) << 20
+        m[at:at + 8] = b"spawned%d" % i
+        m[i * 4096:i * 4096 + 4096] = b"%d" % i * 4096       # more dirty pages
+        return at
+    print("subprocess.run", subprocess.run(child(write(0)), capture_output=True).stdout, flush=True)
+    out = os.popen(" ".join(child(write(1))))                # subprocess with a shell
+    print("os.popen", out.read().encode(), flush=True)
+    out.close()
+    print("os.system", end=" ", flush=True)
+    os.system(" ".join(child(write(2))) + "; echo")          # system(3)
+    print("os.posix_spawn", end=" ", flush=True)
+    os.waitpid(os.posix_spawnp("dd", child(write(3)), os.environ), 0)
+    print(flush=True)
+    stream = libc.popen(" ".join(child(write(4))).encode(), b"r")   # popen(3)
+    line = ctypes.create_string_buffer(64)
+    libc.fgets(line, 64, stream)
+    libc.pclose(stream)
+    print("popen", line.value, flush=True)
+"""
+
+
+def test_a_child_process_reads_what_was_written_through_the_map(tmp_path):
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(12, seed=10))
+    expected = run_python(SPAWN_SCRIPT, kernel.parent, transparent=False)
+    served = run_python(SPAWN_SCRIPT, preload.parent, transparent=True)
+    assert served.stdout == expected.stdout, served.stderr
+    assert all(f"spawned{i}" in served.stdout for i in range(5)), served.stdout
+    assert preload.read_bytes() == kernel.read_bytes()
+    assert preload_summary(served.stderr) == (1, 0), served.stderr  # written back, still served
 
 
 # --- `autopager exec` and the tuner ---------------------------------------------------------------------

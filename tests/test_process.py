@@ -81,7 +81,7 @@ def test_a_pager_whose_buffers_cannot_be_allocated_raises(tmp_path):
         import autopager
         with open("/proc/self/status") as status:
             vm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
-        limit = (vm_kib << 10) + (96 << 20)   # room for the threads, not for a 256 MiB staging page
+        limit = (vm_kib << 10) + (112 << 20)  # room for the threads (the watch too), not for a 256 MiB staging page
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         try:
             autopager.Pager(page_size="256MiB", buffer_size="512MiB", fillers=1, evictors=1)

@@ -1,8 +1,12 @@
-// The preloaded definitions of the C library's memory, read, write and sync calls, and _exit. Each goes to the kernel unless
-// it concerns a served file mapping (served.hpp). A thread already inside the preload (the pager's
-// start-up, a library the preload calls) goes straight to the kernel.
+// The preloaded definitions of the C library's memory, read, write, truncate and sync calls, its process
+// starts other than fork, and _exit. Each goes to the kernel unless it concerns a served file mapping
+// (served.hpp). A thread already inside the preload (the pager's start-up, a library the preload calls) goes
+// straight to the kernel.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdarg>
@@ -28,10 +32,47 @@ struct Inside {
 
 ServedMappings& table() { return ServedMappings::instance(); }
 
-void written(int fd) {
+constexpr const char* kWritten = "its file is written with write()";
+
+void written(int fd, const char* why = kWritten) {
   if (inside) return;
   Inside guard;
-  table().before_write(fd);
+  table().before_write(fd, why);
+}
+
+void truncated(int dirfd, const char* path, int at_flags) {
+  if (inside) return;
+  Inside guard;
+  table().before_truncate(dirfd, path, at_flags, "its file is truncated");
+}
+
+void opened(int dirfd, const char* path, int flags) {
+  if ((flags & O_TRUNC) != 0) truncated(dirfd, path, (flags & O_NOFOLLOW) != 0 ? AT_SYMLINK_NOFOLLOW : 0);
+}
+
+void spawning() {
+  if (inside) return;
+  Inside guard;
+  table().before_spawn();
+}
+
+// Calls exec(argv, envp) with `first` and the arguments in `args` up to their null pointer as argv, and
+// the environment after them (`with_environment`, execle) or the process's.
+template <typename Exec>
+int exec_listed(const char* first, va_list args, bool with_environment, Exec exec) {
+  va_list counting;
+  va_copy(counting, args);
+  std::size_t count = 0;
+  while (va_arg(counting, char*) != nullptr) ++count;
+  va_end(counting);
+  char** argv = static_cast<char**>(__builtin_alloca((count + 2) * sizeof(char*)));
+  argv[0] = const_cast<char*>(first);
+  for (std::size_t i = 1; i <= count + 1; ++i) argv[i] = va_arg(args, char*);
+  return exec(argv, with_environment ? va_arg(args, char**) : environ);
+}
+
+mode_t mode_argument(int flags, va_list args) {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE ? va_arg(args, mode_t) : 0;
 }
 
 void read_from(int fd) {
@@ -142,11 +183,100 @@ __attribute__((visibility("default"))) ssize_t pwritev64v2(int fd, const iovec* 
 }
 
 __attribute__((visibility("default"))) int ftruncate(int fd, off_t length) {
-  written(fd);
+  written(fd, "its file is truncated");
   return kernel().ftruncate(fd, length);
 }
 
 __attribute__((visibility("default"))) int ftruncate64(int fd, off_t length) { return ftruncate(fd, length); }
+
+__attribute__((visibility("default"))) int truncate(const char* path, off_t length) {
+  truncated(AT_FDCWD, path, 0);
+  return kernel().truncate(path, length);
+}
+
+__attribute__((visibility("default"))) int truncate64(const char* path, off_t length) { return truncate(path, length); }
+
+// Allocating blocks (mode 0, FALLOC_FL_KEEP_SIZE) leaves the contents as they are; punching a hole, zeroing,
+// collapsing or inserting a range changes them under the mapping.
+__attribute__((visibility("default"))) int fallocate(int fd, int mode, off_t offset, off_t length) {
+  if ((mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_UNSHARE_RANGE)) != 0)
+    written(fd, "its file's contents change with fallocate()");
+  return kernel().fallocate(fd, mode, offset, length);
+}
+
+__attribute__((visibility("default"))) int fallocate64(int fd, int mode, off_t offset, off_t length) {
+  return fallocate(fd, mode, offset, length);
+}
+
+__attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
+  va_list args;
+  va_start(args, flags);
+  const mode_t mode = mode_argument(flags, args);
+  va_end(args);
+  opened(AT_FDCWD, path, flags);
+  return kernel().open(path, flags, mode);
+}
+
+__attribute__((visibility("default"))) int open64(const char* path, int flags, ...) {
+  va_list args;
+  va_start(args, flags);
+  const mode_t mode = mode_argument(flags, args);
+  va_end(args);
+  return open(path, flags, mode);
+}
+
+// What _FORTIFY_SOURCE compiles open() without a mode to.
+__attribute__((visibility("default"))) int __open_2(const char* path, int flags) { return open(path, flags); }
+__attribute__((visibility("default"))) int __open64_2(const char* path, int flags) { return open(path, flags); }
+
+__attribute__((visibility("default"))) int openat(int dirfd, const char* path, int flags, ...) {
+  va_list args;
+  va_start(args, flags);
+  const mode_t mode = mode_argument(flags, args);
+  va_end(args);
+  opened(dirfd, path, flags);
+  return kernel().openat(dirfd, path, flags, mode);
+}
+
+__attribute__((visibility("default"))) int openat64(int dirfd, const char* path, int flags, ...) {
+  va_list args;
+  va_start(args, flags);
+  const mode_t mode = mode_argument(flags, args);
+  va_end(args);
+  return openat(dirfd, path, flags, mode);
+}
+
+__attribute__((visibility("default"))) int __openat_2(int dirfd, const char* path, int flags) {
+  return openat(dirfd, path, flags);
+}
+__attribute__((visibility("default"))) int __openat64_2(int dirfd, const char* path, int flags) {
+  return openat(dirfd, path, flags);
+}
+
+__attribute__((visibility("default"))) int creat(const char* path, mode_t mode) {
+  return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+__attribute__((visibility("default"))) int creat64(const char* path, mode_t mode) { return creat(path, mode); }
+
+// The C library opens fopen's files with its own open, which the preload does not see.
+__attribute__((visibility("default"))) FILE* fopen(const char* path, const char* mode) {
+  if (mode != nullptr && mode[0] == 'w') truncated(AT_FDCWD, path, 0);
+  return kernel().fopen(path, mode);
+}
+__attribute__((visibility("default"))) FILE* fopen64(const char* path, const char* mode) { return fopen(path, mode); }
+
+__attribute__((visibility("default"))) FILE* freopen(const char* path, const char* mode, FILE* stream) {
+  if (mode != nullptr && mode[0] == 'w') {
+    if (path != nullptr)
+      truncated(AT_FDCWD, path, 0);
+    else if (stream != nullptr)
+      written(fileno(stream), "its file is truncated");
+  }
+  return kernel().freopen(path, mode, stream);
+}
+__attribute__((visibility("default"))) FILE* freopen64(const char* path, const char* mode, FILE* stream) {
+  return freopen(path, mode, stream);
+}
 
 __attribute__((visibility("default"))) ssize_t read(int fd, void* data, size_t n) {
   read_from(fd);
@@ -220,6 +350,115 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 }
 
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) { _exit(status); }
+
+// A child started without fork() gets no atfork handler: the writes through served mappings reach the files
+// before it starts, so that it reads them (system and popen start theirs with the C library's own spawn).
+__attribute__((visibility("default"))) int posix_spawn(pid_t* pid, const char* path,
+                                                       const posix_spawn_file_actions_t* actions,
+                                                       const posix_spawnattr_t* attributes, char* const argv[],
+                                                       char* const envp[]) {
+  spawning();
+  return kernel().posix_spawn(pid, path, actions, attributes, argv, envp);
+}
+
+__attribute__((visibility("default"))) int posix_spawnp(pid_t* pid, const char* file,
+                                                        const posix_spawn_file_actions_t* actions,
+                                                        const posix_spawnattr_t* attributes, char* const argv[],
+                                                        char* const envp[]) {
+  spawning();
+  return kernel().posix_spawnp(pid, file, actions, attributes, argv, envp);
+}
+
+__attribute__((visibility("default"))) int system(const char* command) {
+  spawning();
+  return kernel().system(command);
+}
+
+__attribute__((visibility("default"))) FILE* popen(const char* command, const char* mode) {
+  spawning();
+  return kernel().popen(command, mode);
+}
+
+// The process's own memory ends with an exec: its writes reach the files first, as the kernel's page cache
+// keeps them. (execv, execvp, execl... call the C library's own execve.)
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().execve(path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  return execve(path, argv, environ);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().execvpe(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+  return execvpe(file, argv, environ);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
+  spawning();
+  return kernel().fexecve(fd, argv, envp);
+}
+
+// execl, execlp and execle: their arguments put in an array on the stack (no allocation: an exec may follow
+// vfork), for the array calls above.
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const int result = exec_listed(arg, args, false, [&](char** argv, char** envp) { return execve(path, argv, envp); });
+  va_end(args);
+  return result;
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const int result = exec_listed(arg, args, false, [&](char** argv, char** envp) { return execvpe(file, argv, envp); });
+  va_end(args);
+  return result;
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
+  va_list args;
+  va_start(args, arg);
+  const int result = exec_listed(arg, args, true, [&](char** argv, char** envp) { return execve(path, argv, envp); });
+  va_end(args);
+  return result;
+}
+
+// vfork (Python's subprocess uses it) returns twice from one stack frame, the child's first: a C function
+// around it would return into a frame the child has since overwritten. vfork below writes back first,
+// then jumps to the C library's vfork with the caller's own return address on the stack.
+__attribute__((visibility("hidden"), used)) void* autopager_before_vfork() {
+  spawning();
+  return reinterpret_cast<void*>(autopager::preload::next_vfork());
+}
+
+}  // extern "C"
+
+#if defined(__x86_64__)
+asm(R"(
+    .text
+    .globl vfork
+    .type vfork, @function
+vfork:
+    .cfi_startproc
+    subq $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call autopager_before_vfork
+    addq $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    jmp *%rax
+    .cfi_endproc
+    .size vfork, .-vfork
+)");
+#endif
+
+extern "C" {
 
 // The pager's statistics as JSON into `buffer`: its length, or -1 when nothing was served yet. A
 // program looks it up with dlsym(RTLD_DEFAULT, "autopager_preload_stats") to report them.

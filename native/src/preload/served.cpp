@@ -368,11 +368,20 @@ bool ServedMappings::before_fixed(void* address, size_t length) {
   return hand_over_all_locked(begin, end, "a mapping with MAP_FIXED replaces it");
 }
 
-void ServedMappings::before_write(int fd) {
-  struct stat file {};
-  if (count_.load() == 0 || fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return;
+void ServedMappings::hand_over_file(const struct stat& file, const char* why) {
+  if (!S_ISREG(file.st_mode)) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Served* served : of_file_locked(file)) hand_over_locked(*served, "its file is written with write()");
+  for (Served* served : of_file_locked(file)) hand_over_locked(*served, why);
+}
+
+void ServedMappings::before_write(int fd, const char* why) {
+  struct stat file {};
+  if (count_.load() != 0 && fstat(fd, &file) == 0) hand_over_file(file, why);
+}
+
+void ServedMappings::before_truncate(int dirfd, const char* path, int at_flags, const char* why) {
+  struct stat file {};
+  if (count_.load() != 0 && path != nullptr && fstatat(dirfd, path, &file, at_flags) == 0) hand_over_file(file, why);
 }
 
 void ServedMappings::before_read(int fd) {
@@ -410,6 +419,12 @@ void ServedMappings::before_exit() {
   if (writable_count_.load() == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   flush_locked("at _exit");
+}
+
+void ServedMappings::before_spawn() {
+  if (writable_count_.load() == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  flush_locked("before a child process starts");
 }
 
 // A private writable mapping goes to the kernel before fork, so that the child gets a copy of it as it

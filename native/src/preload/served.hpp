@@ -41,8 +41,12 @@ class ServedMappings {
   // Before a mapping with MAP_FIXED (or a move) onto [address, address + length): served mappings there
   // go to the kernel, whose mapping the new one then replaces. False, with errno, as before_remap.
   bool before_fixed(void* address, size_t length);
-  // Before a write() or truncation of `fd`'s file: its served mappings go to the kernel.
-  void before_write(int fd);
+  // Before a write(), truncation or fallocate() of `fd`'s file: its served mappings go to the kernel.
+  void before_write(int fd, const char* why);
+  // Before truncate(2), or an open with O_TRUNC (fopen "w"), of the file at `path` (as fstatat(2) finds it
+  // from `dirfd` with `at_flags`): its served mappings go to the kernel, whose mapping the truncation
+  // then changes as the kernel's page cache would (a page past the new end is SIGBUS).
+  void before_truncate(int dirfd, const char* path, int at_flags, const char* why);
   // Before a read() of `fd`'s file: its served writable mappings go to the kernel, so that the read
   // sees what was written through them.
   void before_read(int fd);
@@ -52,6 +56,9 @@ class ServedMappings {
 
   // Before _exit: every write through a served mapping reaches its file, as with the kernel's page cache.
   void before_exit();
+  // Before a child process starts without fork() (posix_spawn, system, popen, vfork) or the process
+  // execs: every write through a served mapping reaches its file, as with the kernel's page cache.
+  void before_spawn();
   // pthread_atfork, once a pager exists: before fork every write reaches the files; the child maps
   // them with the kernel.
   void before_fork();
@@ -94,6 +101,8 @@ class ServedMappings {
   // any stays served.
   bool hand_over_all_locked(const char* begin, const char* end, const char* why);
   void forget_locked(const Served& served);
+  // Hands over every served mapping of `file` (a regular file's stat).
+  void hand_over_file(const struct stat& file, const char* why);
   // Writes back every writable served mapping; `when` names the moment in messages.
   void flush_locked(const char* when);
   // The served mappings of `fd`'s file, or none (not a regular file, or nothing served).

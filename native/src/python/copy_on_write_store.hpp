@@ -1,8 +1,11 @@
-// numpy.memmap's mode "c": a store that reads a base store and keeps every write in a scratch overlay,
-// so written pages survive eviction and re-reading but never reach the base (its file is opened
-// read-only). The overlay remembers which byte ranges it holds; reads take those from the overlay.
+// numpy.memmap's mode "c" and the preload's MAP_PRIVATE writable mappings: a store that reads a base store
+// and keeps every write in a scratch overlay, so written pages survive eviction and re-reading but never
+// reach the base (its file is opened read-only). The overlay remembers which byte ranges it holds; reads
+// take those from the overlay. When the scratch file's file system is full, every later write goes to
+// anonymous memory instead, as the kernel keeps a private mapping's pages: a private write never fails.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -20,6 +23,9 @@ class CopyOnWriteStore : public Store {
  public:
   // The overlay is a scratch file in `scratch_directory`, as large as `base`.
   CopyOnWriteStore(std::shared_ptr<Store> base, const std::string& scratch_directory);
+  ~CopyOnWriteStore() override;
+  CopyOnWriteStore(const CopyOnWriteStore&) = delete;
+  CopyOnWriteStore& operator=(const CopyOnWriteStore&) = delete;
 
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override;
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override;
@@ -30,12 +36,17 @@ class CopyOnWriteStore : public Store {
   bool direct_io() const override { return base_->direct_io(); }  // the file's reads; it is never written
 
  private:
-  void remember_written(std::uint64_t begin, std::uint64_t end);
+  using Ranges = std::map<std::uint64_t, std::uint64_t>;  // begin -> end of disjoint, non-touching ranges
+  static void remember(Ranges& ranges, std::uint64_t begin, std::uint64_t end);
+  // Maps the memory that takes the writes from now on; false with errno when it cannot be had.
+  bool overflow_to_memory();
 
   std::shared_ptr<Store> base_;
   ScratchStore overlay_;
   mutable std::shared_mutex written_mutex_;
-  std::map<std::uint64_t, std::uint64_t> written_;  // begin -> end of disjoint, non-touching ranges
+  Ranges written_;                        // in the overlay
+  Ranges in_memory_;                      // in `memory_`, newer than the overlay's bytes of the same range
+  std::atomic<char*> memory_{nullptr};    // as large as the base, once the overlay's file system was full
 };
 
 }  // namespace autopager::python
