@@ -53,12 +53,13 @@ class Variant:
     pager: bool             # False: the kernel's mmap
     params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
     programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
+    settings: dict[str, str] = field(default_factory=dict)  # variables of SETTINGS for its runs
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
         if not self.pager:
             return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        with programs_of(self.programs):
+        with programs_of(self.programs), variables(self.settings):
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
 
@@ -78,6 +79,21 @@ def programs_of(directory: Path | None):
             os.environ["AUTOPAGER_BIN"] = before
 
 
+@contextmanager
+def variables(values: dict[str, str]):
+    """The environment with ``values`` set, for what runs inside (the runner passes them on)."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
     """Each pager variant once a build (``LABEL=DIR``), labelled ``variant [LABEL]``; the kernel's once."""
     if not builds:
@@ -87,22 +103,29 @@ def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
         label, _, directory = text.partition("=")
         if not label or not directory or not Path(directory).is_dir():
             raise SystemExit(f"bench_workloads: --build {text!r}: not LABEL=DIR of a directory of workload programs")
-        out += [Variant(f"{v.label} [{label}]", True, v.params, Path(directory).resolve())
+        out += [Variant(f"{v.label} [{label}]", True, v.params, Path(directory).resolve(), v.settings)
                 for v in variants if v.pager]
     return out
 
 
+# Pager settings that are no tuned parameter, given to a variant's runs as their variables.
+SETTINGS = {"keep_writes": "UMAP_KEEP_WRITES"}
+
+
 def variant_of(text: str) -> Variant:
-    """``page_size=1MiB,read_ahead=4``: a variant with those parameters, labelled by them."""
-    params = {}
+    """``page_size=1MiB,read_ahead=4``: a variant with those parameters (and SETTINGS), labelled by them."""
+    params, settings = {}, {}
     for item in text.split(","):
         name, _, value = item.partition("=")
-        if name not in PARAMETERS or not value:
+        if name not in (*PARAMETERS, *SETTINGS) or not value:
             raise SystemExit(f"bench_workloads: --variant {text!r}: {item!r} is not NAME=VALUE of a parameter "
-                             f"({', '.join(PARAMETERS)})")
-        params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
+                             f"({', '.join((*PARAMETERS, *SETTINGS))})")
+        if name in SETTINGS:
+            settings[SETTINGS[name]] = str(int(value))
+        else:
+            params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
     return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
-                   True, params)
+                   True, params, settings=settings)
 
 
 @dataclass
