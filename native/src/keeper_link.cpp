@@ -158,14 +158,19 @@ void keep(const keeper::Message& message, int pages_fd, int states_fd, int store
   if (!send_message(link_socket, message, fds, 3)) unavailable("took no region", errno);
 }
 
-void forget(std::uint64_t key) {
+namespace {
+void tell(keeper::MessageKind kind, std::uint64_t key) {
   std::lock_guard<std::mutex> lock(link_mutex());
   if (link_socket < 0) return;
   keeper::Message message{};
-  message.kind = keeper::MessageKind::kForget;
+  message.kind = kind;
   message.key = key;
   (void)send_message(link_socket, message, nullptr, 0);
 }
+}  // namespace
+
+void forget(std::uint64_t key) { tell(keeper::MessageKind::kForget, key); }
+void reported() { tell(keeper::MessageKind::kReported, 0); }
 
 void lock_for_fork() { link_mutex().lock(); }
 void unlock_after_fork() { link_mutex().unlock(); }

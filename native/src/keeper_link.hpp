@@ -24,6 +24,9 @@ void keep(const keeper::Message& message, int pages_fd, int states_fd, int store
 // The region `key` is gone (written back); nothing when the keeper is gone or belongs to a parent.
 void forget(std::uint64_t key);
 
+// The process is exiting and has reported its unwritten pages (kReported); nothing without a keeper.
+void reported();
+
 // fork(): held across it (after the pager's fork locks), released in the parent; in the child, released
 // and the parent's link closed, so that the child neither talks to the parent's keeper nor keeps its
 // socket open (the keeper also ends when its socket closes: the program exec'd).

@@ -295,6 +295,7 @@ class PagerImpl {
       }
     }
     if (unwritten == 0) return;
+    keeper_link::reported();  // the keeper tries those pages once more after the exit, quietly
     std::fprintf(stderr,
                  "autopager: %llu dirty page(s) could not be written back at exit (%s): their changes are lost; "
                  "exit status %d\n",

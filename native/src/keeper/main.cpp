@@ -36,6 +36,7 @@ struct KeptRegion {
 };
 
 std::map<std::uint64_t, KeptRegion> regions;
+bool reported = false;  // the process reported its unwritten pages at exit (kReported)
 
 void close_region(const KeptRegion& region) {
   close(region.pages);
@@ -75,6 +76,7 @@ Received receive(int flags) {
     return Received::kMessage;
   }
   for (int fd : fds) close(fd);
+  if (got == static_cast<ssize_t>(sizeof message) && message.kind == MessageKind::kReported) reported = true;
   if (got == static_cast<ssize_t>(sizeof message) && message.kind == MessageKind::kForget) {
     auto it = regions.find(message.key);
     if (it != regions.end()) {
@@ -152,7 +154,7 @@ std::uint64_t write_back(const KeptRegion& region, std::vector<char>& buffer) {
     }
   }
   munmap(area, states_bytes);
-  if (unwritten > 0)
+  if (unwritten > 0 && !reported)
     std::fprintf(stderr, "autopager-keeper: %llu dirty page(s) of %s could not be written back after the program "
                          "ended (%s): their changes are lost\n",
                  static_cast<unsigned long long>(unwritten), file_name(region.store).c_str(),

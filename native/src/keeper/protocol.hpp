@@ -16,6 +16,9 @@ enum class MessageKind : std::uint32_t {
   kKeep = 1,
   // A region unmapped, every page written back: the keeper closes its descriptors.
   kForget = 2,
+  // The process is exiting and has reported the pages it could not write back itself: the keeper still
+  // tries them, but says nothing more of those it cannot write.
+  kReported = 3,
 };
 
 struct Message {
