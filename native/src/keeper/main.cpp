@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "keeper/protocol.hpp"
+#include "store/io.hpp"
 
 namespace autopager::keeper {
 namespace {
@@ -87,22 +88,6 @@ Received receive(int flags) {
   return Received::kMessage;
 }
 
-bool transfer_fully(bool reading, int fd, char* buffer, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    ssize_t done = reading ? pread(fd, buffer, n, static_cast<off_t>(offset))
-                           : pwrite(fd, buffer, n, static_cast<off_t>(offset));
-    if (done < 0 && errno == EINTR) continue;
-    if (done <= 0) {
-      if (done == 0) errno = EIO;
-      return false;
-    }
-    buffer += done;
-    n -= static_cast<std::size_t>(done);
-    offset += static_cast<std::uint64_t>(done);
-  }
-  return true;
-}
-
 // Writes to the store what of [from, to) of the region's memory holds data. A hole is never written: a page
 // whose fill the death cut short (its state already dirty) has holes where nothing was copied yet, and the
 // file's bytes there are the page's. Returns 0 or an errno.
@@ -115,8 +100,9 @@ int write_data(const KeptRegion& region, std::uint64_t from, std::uint64_t to, s
     const std::uint64_t end = hole < 0 ? to : std::min<std::uint64_t>(to, static_cast<std::uint64_t>(hole));
     for (std::uint64_t at = static_cast<std::uint64_t>(data); at < end;) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), end - at));
-      if (!transfer_fully(true, region.pages, buffer.data(), n, at) ||
-          !transfer_fully(false, region.store, buffer.data(), n, region.store_offset + at))
+      errno = 0;
+      if (read_fully(region.pages, buffer.data(), n, at) != static_cast<ssize_t>(n) ||
+          write_fully(region.store, buffer.data(), n, region.store_offset + at) != static_cast<ssize_t>(n))
         return errno != 0 ? errno : EIO;
       at += n;
     }
