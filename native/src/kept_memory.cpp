@@ -39,7 +39,7 @@ KeptMemory::KeptMemory(char* base, std::uint64_t page_count, std::size_t page_si
   const std::size_t mapped = page_count * page_size;
   const std::size_t system_page = system_page_size();
   states_bytes_ = (page_count + system_page - 1) / system_page * system_page;
-  int pages = sparse_memfd("autopager-pages", mapped);
+  int pages = sparse_memfd(keeper::kPagesName, mapped);
   int states = -1;
   try {
     states = sparse_memfd("autopager-states", states_bytes_);

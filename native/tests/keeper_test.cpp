@@ -194,6 +194,35 @@ TEST(KeptWrites, AProgramKilledMidWriteLeavesEveryWordOldOrNew) {
   EXPECT_EQ(torn, 0u) << outcome.stderr_text;
 }
 
+// A program that closes descriptors it did not open (here every socket: the keeper's is its only one) closes the
+// keeper's socket: the keeper, seeing it still maps its pages, waits for its end before it writes back (a
+// write-back racing with the pager's own could put older bytes over newer ones), and keeps what it wrote after.
+TEST(KeptWrites, AProgramThatClosesTheKeepersSocketStillKeepsItsWrites) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  ScratchFile file(kBytes, 5);
+  Outcome outcome = in_child([&](auto report) {
+    std::uint64_t* words = map_file(Front::kPager, Buffer::kSmall, file.path());
+    if (words == nullptr) _exit(96);
+    for (std::uint64_t i = 0; i < kWords / 2; ++i) words[i] = new_word(i);
+    report();
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      std::error_code error;
+      if (std::filesystem::read_symlink(entry.path(), error).string().rfind("socket:", 0) == 0)
+        close(std::stoi(entry.path().filename().string()));
+    }
+    usleep(100 * 1000);  // the keeper sees its socket closed while the process maps its pages
+    for (std::uint64_t i = kWords / 2; i < kWords; ++i) words[i] = new_word(i);
+    die(Death::kKill);
+  });
+  ASSERT_TRUE(outcome.wrote) << outcome.stderr_text;
+  ASSERT_TRUE(WIFSIGNALED(outcome.status) && WTERMSIG(outcome.status) == SIGKILL) << outcome.stderr_text;
+  const std::vector<std::uint8_t> contents = file.contents();
+  ASSERT_EQ(contents.size(), kBytes);
+  std::uint64_t lost = 0;
+  for (std::uint64_t i = 0; i < kWords; ++i) lost += word_at(contents, i) != new_word(i);
+  EXPECT_EQ(lost, 0u) << outcome.stderr_text;
+}
+
 // keep_writes=0: the pager's memory is the process's own again, and the keeper is not started.
 TEST(KeptWrites, OffKeepsNothingThroughADeath) {
   AUTOPAGER_REQUIRE_USERFAULTFD();

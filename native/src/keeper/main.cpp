@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -148,6 +149,31 @@ std::uint64_t write_back(const KeptRegion& region, std::vector<char>& buffer) {
   return unwritten;
 }
 
+// The pid behind the pidfd (its fdinfo's "Pid:" line), or 0.
+pid_t watched_pid() {
+  FILE* info = std::fopen(("/proc/self/fdinfo/" + std::to_string(kProcessFd)).c_str(), "r");
+  if (info == nullptr) return 0;
+  char line[256];
+  pid_t pid = 0;
+  while (pid == 0 && std::fgets(line, sizeof line, info) != nullptr)
+    if (std::strncmp(line, "Pid:", 4) == 0) pid = static_cast<pid_t>(std::atoi(line + 4));
+  std::fclose(info);
+  return pid > 0 ? pid : 0;
+}
+
+// Whether the process still maps page memory it handed over (kept_memory.cpp names it): its socket closed while
+// it lives and maps it when it closed every descriptor (as a daemon may), and it may still write those pages
+// and write them back itself; a write-back from here would race with its own. After an exec it maps none.
+bool still_maps_kept_memory(pid_t pid) {
+  FILE* maps = std::fopen(("/proc/" + std::to_string(pid) + "/maps").c_str(), "r");
+  if (maps == nullptr) return false;
+  char line[4096];
+  bool mapped = false;
+  while (!mapped && std::fgets(line, sizeof line, maps) != nullptr) mapped = std::strstr(line, ("/memfd:" + std::string(kPagesName)).c_str()) != nullptr;
+  std::fclose(maps);
+  return mapped;
+}
+
 int keep() {
   signal(SIGPIPE, SIG_IGN);
   // Out of the program's tree at once: the program reaps this first process and never waits for the keeper.
@@ -171,11 +197,16 @@ int keep() {
       break;
     }
     if (watched[1].revents != 0) break;  // the process has ended
-    if ((watched[0].revents & POLLIN) != 0) {
-      if (receive(0) == Received::kEnd) break;  // its socket closed: it exec'd (or ended)
-    } else if (watched[0].revents != 0) {
-      break;
+    const bool ended = (watched[0].revents & POLLIN) != 0 ? receive(0) == Received::kEnd : watched[0].revents != 0;
+    if (!ended) continue;
+    // Its socket closed: it exec'd, or it lives on without the socket; then wait for its end.
+    const pid_t pid = watched_pid();
+    if (pid != 0 && still_maps_kept_memory(pid)) {
+      pollfd process{kProcessFd, POLLIN, 0};
+      while (poll(&process, 1, -1) < 0 && errno == EINTR) {
+      }
     }
+    break;
   }
   // Every region it sent before it ended is in the socket already.
   while (receive(MSG_DONTWAIT) == Received::kMessage) {

@@ -29,6 +29,9 @@ struct Message {
   std::uint64_t length;        // the region's bytes; its last page may be partial
 };
 
+// The name of a region's page memory (memfd_create); /proc/PID/maps shows it as "/memfd:autopager-pages".
+constexpr const char* kPagesName = "autopager-pages";
+
 // PageState::kDirty (region.hpp): the pages the keeper writes back.
 constexpr std::uint8_t kDirtyState = 2;
 
