@@ -131,8 +131,9 @@ class PagerImpl {
                                           track_writes, ReadAheadStreams::for_config(config_, memory_.run_pages),
                                           std::move(kept)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
-                             std::to_string(page) + " bytes" + (direct_io ? ", read and written with O_DIRECT" : "") +
-                             (kept_writes ? ", its writes kept through the process's death" : ""));
+                             std::to_string(page) + " bytes" +
+                             (kept_writes ? ", its writes kept through the process's death" : "") +
+                             (direct_io ? ", read and written with O_DIRECT" : ""));
     return base;
   }
 
