@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "fault_injection.hpp"
 #include "test_util.hpp"
 #include "umap/umap.h"
 
@@ -221,6 +222,31 @@ TEST(KeptWrites, AProgramThatClosesTheKeepersSocketStillKeepsItsWrites) {
   std::uint64_t lost = 0;
   for (std::uint64_t i = 0; i < kWords; ++i) lost += word_at(contents, i) != new_word(i);
   EXPECT_EQ(lost, 0u) << outcome.stderr_text;
+}
+
+// No keeper to be had: one WARNING naming the setting, and the regions work as without keep_writes.
+TEST(KeptWrites, WithoutAKeeperOneWarningAndTheRegionsWork) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  ScratchFile file(kBytes, 5);
+  Outcome outcome = in_child([&](auto report) {
+    setenv("AUTOPAGER_KEEPER", "/nonexistent/autopager-keeper", 1);
+    Pager pager(small_config(system_page_size(), kSmallBufferPages));
+    for (int round = 0; round < 2; ++round) {
+      auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), kBytes));
+      for (std::uint64_t i = 0; i < kWords; ++i) words[i] = new_word(i);
+      if (!pager.unmap(words)) _exit(95);
+    }
+    report();
+    _exit(0);
+  });
+  ASSERT_TRUE(outcome.wrote) << outcome.stderr_text;
+  EXPECT_EQ(count_lines(outcome.stderr_text, "UMAP_KEEP_WRITES"), 1u) << outcome.stderr_text;
+  EXPECT_EQ(count_lines(outcome.stderr_text, "/nonexistent/autopager-keeper"), 1u) << outcome.stderr_text;
+  const std::vector<std::uint8_t> contents = file.contents();
+  ASSERT_EQ(contents.size(), kBytes);
+  std::uint64_t lost = 0;
+  for (std::uint64_t i = 0; i < kWords; ++i) lost += word_at(contents, i) != new_word(i);
+  EXPECT_EQ(lost, 0u);
 }
 
 // keep_writes=0: the pager's memory is the process's own again, and the keeper is not started.
