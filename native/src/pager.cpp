@@ -192,6 +192,8 @@ class PagerImpl {
     } else {
       if (map_over != nullptr) err = errno != 0 ? errno : EINVAL;
       uffd_.unregister_range(region->base, region->mapped_length());
+      // Freed now rather than when the keeper closes its descriptor of the memory.
+      if (region->kept) KeptMemory::drop({{region->base, region->mapped_length()}});
       munmap(region->base, region->mapped_length());
     }
     if (std::uint64_t pinned = region->pinned_count()) {
