@@ -55,30 +55,37 @@ class Variant:
     params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
     programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
     read_ahead_kib: int | None = None  # the kernel's: the disk's read-ahead during its runs (None: as it is)
+    settings: dict[str, str] = field(default_factory=dict)  # variables of SETTINGS for its runs
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
         """One run in a memory cgroup of ``limit``, after the page cache is dropped (the tuner's runner)."""
         if not self.pager:
             with read_ahead_of_disk(workload.data_dir, self.read_ahead_kib):
                 return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        with programs_of(self.programs):
+        with environment({**build_environment(self.programs), **self.settings}):
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
 
 
+def build_environment(directory: Path | None) -> dict[str, str]:
+    """The variables that run the build whose workload programs are in ``directory`` (None: the environment's):
+    AUTOPAGER_BIN, and that build's preload (``directory``/../libautopager_preload.so, for the transparent
+    workloads) and Python package (``directory``/../python/autopager, for numpy_gather) where they lie beside
+    its programs."""
+    if directory is None:
+        return {}
+    values = {"AUTOPAGER_BIN": str(directory)}
+    preload, package = directory.parent / "libautopager_preload.so", directory.parent / "python"
+    if preload.is_file():
+        values["AUTOPAGER_PRELOAD"] = str(preload)
+    if (package / "autopager").is_dir():
+        values["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))
+    return values
+
+
 @contextmanager
-def programs_of(directory: Path | None):
-    """For what runs inside, the build whose workload programs are in ``directory`` (when given): AUTOPAGER_BIN,
-    and that build's preload (``directory``/../libautopager_preload.so, for the transparent workloads) and Python
-    package (``directory``/../python/autopager, for numpy_gather) where they lie beside its programs."""
-    values = {}
-    if directory is not None:
-        values["AUTOPAGER_BIN"] = str(directory)
-        preload, package = directory.parent / "libautopager_preload.so", directory.parent / "python"
-        if preload.is_file():
-            values["AUTOPAGER_PRELOAD"] = str(preload)
-        if (package / "autopager").is_dir():
-            values["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))
+def environment(values: dict[str, str]):
+    """The environment with ``values`` set, for what runs inside (the runner passes it on)."""
     before = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:
@@ -100,22 +107,29 @@ def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
         label, _, directory = text.partition("=")
         if not label or not directory or not Path(directory).is_dir():
             raise SystemExit(f"bench_workloads: --build {text!r}: not LABEL=DIR of a directory of workload programs")
-        out += [Variant(f"{v.label} [{label}]", True, v.params, Path(directory).resolve())
+        out += [Variant(f"{v.label} [{label}]", True, v.params, Path(directory).resolve(), v.settings)
                 for v in variants if v.pager]
     return out
 
 
+# Pager settings that are no tuned parameter, given to a variant's runs as their variables.
+SETTINGS = {"keep_writes": "UMAP_KEEP_WRITES"}
+
+
 def variant_of(text: str) -> Variant:
-    """``page_size=1MiB,read_ahead=4``: a variant with those parameters, labelled by them."""
-    params = {}
+    """``page_size=1MiB,read_ahead=4``: a variant with those parameters (and SETTINGS), labelled by them."""
+    params, settings = {}, {}
     for item in text.split(","):
         name, _, value = item.partition("=")
-        if name not in PARAMETERS or not value:
+        if name not in (*PARAMETERS, *SETTINGS) or not value:
             raise SystemExit(f"bench_workloads: --variant {text!r}: {item!r} is not NAME=VALUE of a parameter "
-                             f"({', '.join(PARAMETERS)})")
-        params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
+                             f"({', '.join((*PARAMETERS, *SETTINGS))})")
+        if name in SETTINGS:
+            settings[SETTINGS[name]] = str(int(value))
+        else:
+            params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
     return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
-                   True, params)
+                   True, params, settings=settings)
 
 
 @dataclass

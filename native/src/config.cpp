@@ -43,6 +43,7 @@ constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", true};
 constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN"};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
 constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
+constexpr Parameter kKeepWrites{"keep_writes", "UMAP_KEEP_WRITES", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
@@ -147,6 +148,7 @@ Config Config::defaults() {
   c.read_ahead = 2;
   c.max_fault_events = hardware_threads();
   c.direct_io = true;
+  c.keep_writes = true;
   return c;
 }
 
@@ -180,6 +182,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kFaultEvents, &c.max_fault_events);
   read_env_into(kMonitor, &c.monitor_interval);
   read_env_into(kDirectIo, &c.direct_io);
+  read_env_into(kKeepWrites, &c.keep_writes);
   read_log_level(&c.log_level);
   c.validate();
   return c;
@@ -230,8 +233,10 @@ std::string Config::to_string() const {
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
       << ", \"evict_retain\": " << evict_retain
-      << ", \"read_ahead\": " << read_ahead << ", \"read_ahead_run\": " << read_ahead_run << ", \"max_fault_events\": " << max_fault_events
-      << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
+      << ", \"read_ahead\": " << read_ahead << ", \"read_ahead_run\": " << read_ahead_run
+      << ", \"max_fault_events\": " << max_fault_events << ", \"direct_io\": " << (direct_io ? 1 : 0)
+      << ", \"keep_writes\": " << (keep_writes ? 1 : 0)
+      << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
       << "\"}";
   return out.str();
 }

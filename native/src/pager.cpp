@@ -22,6 +22,7 @@
 #include "buffer.hpp"
 #include "evict.hpp"
 #include "filler_pool.hpp"
+#include "keeper_link.hpp"
 #include "monitor.hpp"
 #include "page_memory.hpp"
 #include "paging.hpp"
@@ -106,7 +107,14 @@ class PagerImpl {
     const std::size_t page = std::min(config_.page_size, round_up(length, system_page_size()));
     const std::size_t mapped = round_up(length, page);
     char* base = address != nullptr ? map_fixed(address, mapped, page, prot) : map_aligned(mapped, page, prot);
-    const bool track_writes = writable && uffd_.has_write_protect();
+    std::unique_ptr<KeptMemory> kept;
+    try {
+      kept = keep_writes(*store, writable, base, mapped / page, page, length, prot);
+    } catch (...) {
+      munmap(base, mapped);
+      throw;
+    }
+    const bool track_writes = writable && (kept ? uffd_.has_shared_write_protect() : uffd_.has_write_protect());
     const bool direct_io = store->direct_io();
     try {
       // A forked child must neither see the region (its pages would read as zeros there) nor reach
@@ -118,11 +126,43 @@ class PagerImpl {
       munmap(base, mapped);
       throw;
     }
+    const bool kept_writes = kept != nullptr;
     regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, std::move(store), writable,
-                                          track_writes, ReadAheadStreams::for_config(config_, memory_.run_pages)));
+                                          track_writes, ReadAheadStreams::for_config(config_, memory_.run_pages),
+                                          std::move(kept)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
-                             std::to_string(page) + " bytes" + (direct_io ? ", read and written with O_DIRECT" : ""));
+                             std::to_string(page) + " bytes" +
+                             (kept_writes ? ", its writes kept through the process's death" : "") +
+                             (direct_io ? ", read and written with O_DIRECT" : ""));
     return base;
+  }
+
+  // The shared page memory of a writable region whose writes must outlive the process (keep_writes), or
+  // null for anonymous memory: where the store is not one file that outlives it, or where the kernel cannot
+  // write-protect shared memory or there is no keeper (a WARNING, once a process: its writes then live
+  // only as long as the process, as without keep_writes).
+  std::unique_ptr<KeptMemory> keep_writes(const Store& store, bool writable, char* base, std::uint64_t page_count,
+                                          std::size_t page, std::size_t length, int prot) const {
+    int fd = -1;
+    std::uint64_t offset = 0;
+    if (!config_.keep_writes || !writable || !store.outlives_process() || !store.backing_file(fd, offset))
+      return nullptr;
+    static std::atomic<bool> warned{false};
+    std::string why;
+    if (!uffd_.has_shared_write_protect()) {
+      why = "the kernel cannot write-protect shared memory through userfaultfd (Linux 6.0+)";
+    } else {
+      try {
+        return std::make_unique<KeptMemory>(base, page_count, page, length, prot, fd, offset);
+      } catch (const KeeperUnavailable& e) {
+        why = e.what();
+      }
+    }
+    if (!warned.exchange(true))
+      log(LogLevel::kWarning, "writes cannot be kept through the process's death (keep_writes, UMAP_KEEP_WRITES): " +
+                                  why + "; dirty pages not yet written back are lost if the process is killed or "
+                                  "ends without exit() (set UMAP_KEEP_WRITES=0 to say so and silence this)");
+    return nullptr;
   }
 
   bool unmap(void* base, const std::function<bool()>* map_over = nullptr) {
@@ -152,6 +192,8 @@ class PagerImpl {
     } else {
       if (map_over != nullptr) err = errno != 0 ? errno : EINVAL;
       uffd_.unregister_range(region->base, region->mapped_length());
+      // Freed now rather than when the keeper closes its descriptor of the memory.
+      if (region->kept) KeptMemory::drop({{region->base, region->mapped_length()}});
       munmap(region->base, region->mapped_length());
     }
     if (std::uint64_t pinned = region->pinned_count()) {
@@ -256,6 +298,7 @@ class PagerImpl {
       }
     }
     if (unwritten == 0) return;
+    keeper_link::reported();  // the keeper tries those pages once more after the exit, quietly
     std::fprintf(stderr,
                  "autopager: %llu dirty page(s) could not be written back at exit (%s): their changes are lost; "
                  "exit status %d\n",
@@ -311,14 +354,18 @@ class PagerImpl {
   static void lock_for_fork() {
     default_pager_mutex().lock();
     live_mutex().lock();
+    keeper_link::lock_for_fork();
   }
   static void unlock_after_fork() {
+    keeper_link::unlock_after_fork();
     live_mutex().unlock();
     default_pager_mutex().unlock();
   }
   static void start_child_generation() {
     fork_generation.fetch_add(1, std::memory_order_acq_rel);
-    unlock_after_fork();
+    keeper_link::start_child();
+    live_mutex().unlock();
+    default_pager_mutex().unlock();
   }
 
  private:

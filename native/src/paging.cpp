@@ -24,6 +24,31 @@ constexpr auto kMostWaitForRoom = std::chrono::seconds(1);
 // Reads of a page before its fault fails: the first and one retry (a transient error).
 constexpr int kReadAttempts = 2;
 
+// Pages whose memory is to be dropped, so that their next access faults: anonymous memory is zapped, a kept
+// region's shared memory punched out (kept_memory.hpp). A poisoned page has no memory, only its marker, which
+// a zap clears and a punch keeps. Pages next to each other make one range.
+class Dropped {
+ public:
+  void add(const Region& region, std::uint64_t page) { add(region.kept ? shared_ : anonymous_, region, page); }
+  void add_poisoned(const Region& region, std::uint64_t page) { add(anonymous_, region, page); }
+  void drop(Zapper& zapper) const {
+    if (!anonymous_.empty()) zapper.zap(anonymous_);
+    KeptMemory::drop(shared_);
+  }
+
+ private:
+  static void add(std::vector<iovec>& ranges, const Region& region, std::uint64_t page) {
+    char* address = region.page_address(page);
+    if (!ranges.empty() && static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == address)
+      ranges.back().iov_len += region.page_size;
+    else
+      ranges.push_back({address, region.page_size});
+  }
+
+  std::vector<iovec> anonymous_;
+  std::vector<iovec> shared_;
+};
+
 }  // namespace
 
 void Region::wait_while_in_transit(std::uint64_t page) const {
@@ -437,8 +462,8 @@ std::size_t Paging::evict(std::size_t most) {
     victims.push_back(std::move(*victim));
   }
   if (int err = write_back_victims(victims); err != 0) report_eviction_failure(err);
-  std::vector<iovec> ranges;
-  for (const PageRef& p : poisoned) ranges.push_back({p.region->page_address(p.page), p.region->page_size});
+  Dropped dropped;
+  for (const PageRef& p : poisoned) dropped.add_poisoned(*p.region, p.page);
   std::size_t evicting = 0;
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
@@ -467,18 +492,14 @@ std::size_t Paging::evict(std::size_t most) {
         continue;
       }
       region.set_state(victim.page, PageState::kEvicting);
-      char* address = region.page_address(victim.page);
       // Pages filled together leave together: one range for each run of them.
-      if (!ranges.empty() && static_cast<char*>(ranges.back().iov_base) + ranges.back().iov_len == address)
-        ranges.back().iov_len += region.page_size;
-      else
-        ranges.push_back({address, region.page_size});
+      dropped.add(region, victim.page);
     }
     if (evicting != i) victims[evicting] = std::move(victim);
     ++evicting;
   }
   victims.resize(evicting);
-  if (!ranges.empty()) zapper_.zap(ranges);
+  dropped.drop(zapper_);
   for (const PageRef& victim : victims) {
     {
       std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
@@ -496,7 +517,7 @@ std::size_t Paging::evict(std::size_t most) {
 
 int Paging::release_region(Region& region) {
   int first_error = 0;
-  std::vector<iovec> released;  // dropped from memory only if the region stays (munmap does it otherwise)
+  Dropped released;  // dropped from memory only if the region stays (munmap does it otherwise)
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
     // A read in flight ends soon (its filler sees the region closing, drops the page and gives its
     // slot back), and so does an eviction. A fill claimed just before the region began closing can
@@ -521,10 +542,11 @@ int Paging::release_region(Region& region) {
       buffer_.release();
     }
     region.set_state(page, PageState::kAbsent);
-    released.push_back({region.page_address(page), region.page_size});
+    if (state == PageState::kPoisoned) released.add_poisoned(region, page);
+    else released.add(region, page);
   }
   if (first_error != 0) {
-    zapper_.zap(released);
+    released.drop(zapper_);
     return first_error;
   }
   buffer_.policy().forget_region(region);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "autopager/store.hpp"
+#include "kept_memory.hpp"
 #include "read_ahead.hpp"
 
 namespace autopager {
@@ -27,7 +28,7 @@ enum class PageState : std::uint8_t {
 
 struct Region : std::enable_shared_from_this<Region> {
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
-         bool writable, bool track_writes, ReadAheadStreams read_ahead)
+         bool writable, bool track_writes, ReadAheadStreams read_ahead, std::unique_ptr<KeptMemory> kept = nullptr)
       : id(id),
         base(base),
         length(length),
@@ -37,7 +38,9 @@ struct Region : std::enable_shared_from_this<Region> {
         writable(writable),
         track_writes(track_writes),
         read_ahead(read_ahead),
-        states(new std::atomic<std::uint8_t>[page_count]()),
+        kept(std::move(kept)),
+        own_states(this->kept ? nullptr : new std::atomic<std::uint8_t>[page_count]()),
+        states(this->kept ? this->kept->states() : own_states.get()),
         pins(new std::atomic<std::uint64_t>[(page_count + 63) / 64]()) {}
 
   const std::uint64_t id;
@@ -50,6 +53,9 @@ struct Region : std::enable_shared_from_this<Region> {
   const bool track_writes;         // pages are installed write-protected and made writable on first write
   std::atomic<bool> closing{false};
   ReadAheadStreams read_ahead;     // guarded by the filler pool's lock
+  // The page memory and states of a region whose writes outlive the process (shared with the keeper);
+  // null for anonymous page memory and states of the region's own.
+  const std::unique_ptr<KeptMemory> kept;
 
   std::size_t mapped_length() const { return page_count * page_size; }
   bool contains(const void* address) const {
@@ -96,7 +102,8 @@ struct Region : std::enable_shared_from_this<Region> {
   }
 
  private:
-  std::unique_ptr<std::atomic<std::uint8_t>[]> states;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> own_states;
+  std::atomic<std::uint8_t>* const states;
   std::unique_ptr<std::atomic<std::uint64_t>[]> pins;
 };
 

@@ -50,6 +50,7 @@ std::uint64_t disabled_features() {
   if (text == nullptr) return 0;
   static const std::pair<const char*, std::uint64_t> kNames[] = {
       {"write_protect", UFFD_FEATURE_PAGEFAULT_FLAG_WP},
+      {"shared_write_protect", UFFD_FEATURE_WP_HUGETLBFS_SHMEM},
       {"poison", UFFD_FEATURE_POISON},
       {"move", UFFD_FEATURE_MOVE},
       {"thread_id", UFFD_FEATURE_THREAD_ID},
@@ -92,8 +93,8 @@ Userfaultfd::Userfaultfd() {
   uffdio_api api{};
   api.api = UFFD_API;
   if (ioctl(fd_, UFFDIO_API, &api) != 0) fail("userfaultfd API handshake failed");
-  const std::uint64_t wanted = (UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_POISON | UFFD_FEATURE_MOVE |
-                                UFFD_FEATURE_THREAD_ID) &
+  const std::uint64_t wanted = (UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_WP_HUGETLBFS_SHMEM |
+                                UFFD_FEATURE_POISON | UFFD_FEATURE_MOVE | UFFD_FEATURE_THREAD_ID) &
                                api.features & ~disabled_features();
   close(fd_);
   fd_ = open_or_explain();

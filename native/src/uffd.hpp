@@ -26,6 +26,9 @@ struct uffdio_poison {
 };
 #define UFFDIO_POISON _IOWR(UFFDIO, 0x08, struct uffdio_poison)
 #endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM  // Linux 6.0
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
 #ifndef UFFD_FEATURE_MOVE  // Linux 6.8
 #define UFFD_FEATURE_MOVE (1 << 16)
 #define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
@@ -46,9 +49,9 @@ enum class WriteProtect { kNo, kYes };
 class Userfaultfd {
  public:
   // Opens a non-blocking userfaultfd and negotiates the API with the features below that the kernel
-  // has (write-protect, poison, move, the faulting thread's id), less those named in the variable
-  // AUTOPAGER_DISABLE_UFFD_FEATURES (a comma-separated list of write_protect, poison, move,
-  // thread_id: for tests that emulate an older kernel). Throws std::system_error whose message says
+  // has (write-protect, of shared memory too, poison, move, the faulting thread's id), less those named in the variable
+  // AUTOPAGER_DISABLE_UFFD_FEATURES (a comma-separated list of write_protect, shared_write_protect,
+  // poison, move, thread_id: for tests that emulate an older kernel). Throws std::system_error whose message says
   // what to change when the system forbids userfaultfd.
   Userfaultfd();
   ~Userfaultfd();
@@ -57,6 +60,10 @@ class Userfaultfd {
 
   int fd() const { return fd_; }
   bool has_write_protect() const { return (features_ & UFFD_FEATURE_PAGEFAULT_FLAG_WP) != 0; }
+  // Write-protect of shared memory too (regions on a memfd, kept_memory.hpp).
+  bool has_shared_write_protect() const {
+    return has_write_protect() && (features_ & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) != 0;
+  }
   bool has_poison() const { return (features_ & UFFD_FEATURE_POISON) != 0; }
   bool has_move() const { return (features_ & UFFD_FEATURE_MOVE) != 0; }
   // Fault events carry the faulting thread's id (uffd_msg.arg.pagefault.feat.ptid).

@@ -37,6 +37,9 @@ struct Config {
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
                                     // file system allows; defaults(): true
+  bool keep_writes = false;         // writable regions of files keep their dirty pages in shared memory that a
+                                    // keeper process writes back if the process dies (kept_memory.hpp);
+                                    // defaults(): true
   unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
   LogLevel log_level = LogLevel::kWarning;
 
@@ -45,7 +48,7 @@ struct Config {
   // read-ahead and direct I/O noted at each field; watermarks 90/70.
   static Config defaults();
   // `base` overridden by every UMAP_* variable that is set. As in UMap, a variable set to 0 keeps
-  // `base`'s value, except UMAP_READ_AHEAD, UMAP_DIRECT_IO and UMAP_EVICT_RETAIN, which 0 turns off. The buffer: UMAP_BUFSIZE
+  // `base`'s value, except UMAP_READ_AHEAD, UMAP_DIRECT_IO, UMAP_EVICT_RETAIN and UMAP_KEEP_WRITES, which 0 turns off. The buffer: UMAP_BUFSIZE
   // pages of UMAP_PAGESIZE when both are set; base's buffer bytes in pages of UMAP_PAGESIZE when only that
   // is set; UMAP_BUFSIZE system pages (UMap's unit when it has no page size) in pages of
   // page_size_for_buffer(those bytes) when only UMAP_BUFSIZE is set.

@@ -33,6 +33,13 @@ class Store {
   // Whether its file is read and written with O_DIRECT (whole, block-aligned pages bypass the page cache);
   // false where that was not asked for or the file system has no O_DIRECT (tmpfs before Linux 6.6).
   virtual bool direct_io() const { return false; }
+  // The one file that holds the store's bytes, as a descriptor that takes writes of any alignment, and
+  // where the store starts in it: what a keeper process needs to write back pages after this process
+  // died (Config::keep_writes). False (the default) where the bytes are not one file's.
+  virtual bool backing_file(int& fd, std::uint64_t& offset) const {
+    (void)fd, (void)offset;
+    return false;
+  }
 
   // Where the bytes a read() of `n` at `offset` into `dst` would fetch lie in one file, so that the
   // pager can read them asynchronously (io_uring) instead of calling read(). Return false (the

@@ -87,6 +87,7 @@ void bind_config(py::module_& m) {
       .def_readwrite("read_ahead_run", &Config::read_ahead_run)
       .def_readwrite("max_fault_events", &Config::max_fault_events)
       .def_readwrite("direct_io", &Config::direct_io)
+      .def_readwrite("keep_writes", &Config::keep_writes)
       .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
       .def("buffer_bytes", &Config::buffer_bytes)
       .def("__repr__", &Config::to_string);

@@ -66,6 +66,11 @@ class FileStore final : public Store {
   bool can_grow() const override { return !windowed_; }
   int sync() override { return fdatasync(fd_); }
   bool direct_io() const override { return fd_ != buffered_fd_; }
+  bool backing_file(int& fd, std::uint64_t& offset) const override {
+    fd = buffered_fd_;
+    offset = offset_;
+    return writable_;
+  }
 
  private:
   // The bytes of a transfer of `n` at `offset` that lie in the window (all of them for a whole file).
