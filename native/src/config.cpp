@@ -112,6 +112,13 @@ void read_log_level(LogLevel* level) {
   throw ConfigError(std::string(kLogLevelEnv) + "=\"" + text + "\" is not a level; allowed: ERROR, WARNING, INFO, DEBUG");
 }
 
+void read_compression(Compression* compression) {
+  const char* text = std::getenv("UMAP_COMPRESSION");
+  if (text == nullptr || *text == '\0') return;
+  if (!parse_compression(text, compression))
+    throw ConfigError(std::string("UMAP_COMPRESSION=\"") + text + "\" is not a compression; allowed: none, lz4, zstd");
+}
+
 }  // namespace
 
 const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
@@ -179,6 +186,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kMonitor, &c.monitor_interval);
   read_env_into(kDirectIo, &c.direct_io);
   read_log_level(&c.log_level);
+  read_compression(&c.compression);
   c.validate();
   return c;
 }
