@@ -116,7 +116,7 @@ void read_compression(Compression* compression) {
   const char* text = std::getenv("UMAP_COMPRESSION");
   if (text == nullptr || *text == '\0') return;
   if (!parse_compression(text, compression))
-    throw ConfigError(std::string("UMAP_COMPRESSION=\"") + text + "\" is not a compression; allowed: none, lz4, zstd");
+    throw ConfigError(std::string("UMAP_COMPRESSION=\"") + text + "\" is not a compression; allowed: none, lz4, zstd (or 0, 1, 2)");
 }
 
 }  // namespace

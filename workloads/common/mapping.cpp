@@ -36,33 +36,6 @@ DataExport& data_export() {
   return instance;
 }
 
-// `length` bytes of `store` from `base`.
-class Window final : public autopager::Store {
- public:
-  Window(std::shared_ptr<autopager::Store> store, std::uint64_t base, std::uint64_t length)
-      : store_(std::move(store)), base_(base), length_(length) {}
-  ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
-    if (offset >= length_) return 0;
-    return store_->read(dst, static_cast<std::size_t>(std::min<std::uint64_t>(n, length_ - offset)), base_ + offset);
-  }
-  ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
-    if (offset > length_ || n > length_ - offset) {
-      errno = ENOSPC;
-      return -1;
-    }
-    return store_->write(src, n, base_ + offset);
-  }
-  std::uint64_t size() const override { return length_; }
-  bool writable() const override { return store_->writable(); }
-  int sync() override { return store_->sync(); }
-  bool outlives_process() const override { return store_->outlives_process(); }
-
- private:
-  std::shared_ptr<autopager::Store> store_;
-  std::uint64_t base_;
-  std::uint64_t length_;
-};
-
 }  // namespace
 
 void serve_data_from_nbd(const std::string& uri) { data_export().uri = uri; }
@@ -106,7 +79,7 @@ void MappedFile::map_from_export(int prot) {
                       " bytes) is too small for " + path_ + " at offset " + std::to_string(base));
     }
     where.next = base + size_;
-    window_ = std::make_shared<Window>(where.store, base, size_);
+    window_ = autopager::make_window_store(where.store, base, size_);
     std::vector<char> chunk(kCopyChunk);
     for (std::uint64_t at = 0; at < size_; at += chunk.size()) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), size_ - at));

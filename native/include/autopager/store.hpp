@@ -76,10 +76,15 @@ std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& seg
 // Bytes in this process's memory: a store that costs (almost) nothing, to measure the pager alone.
 std::shared_ptr<Store> make_memory_store(std::uint64_t size);
 
+// `length` bytes of `store` from `offset`, as a store of its own (writes past it: ENOSPC). Throws
+// std::invalid_argument when the window does not fit in the store.
+std::shared_ptr<Store> make_window_store(std::shared_ptr<Store> store, std::uint64_t offset, std::uint64_t length);
+
 // Per-page compression of a store's bytes (Config::compression, UMAP_COMPRESSION).
 enum class Compression : unsigned { none = 0, lz4 = 1, zstd = 2 };
 const char* compression_name(Compression compression);
-// The compression named `name` (none, lz4, zstd, any case); false when there is none of that name.
+// The compression named `name` (none, lz4, zstd, any case; or its number 0, 1, 2, as the tuner writes it);
+// false when there is none of that name.
 bool parse_compression(const std::string& name, Compression* compression);
 // `backing` with each whole unit of `unit` bytes (the pager's page size) stored compressed in its own slot
 // (at unit * index) when that saves at least 1/8, raw otherwise; a table in memory of 4 bytes per unit says

@@ -41,7 +41,7 @@ const char* compression_name(Compression compression) { return kCompressionNames
 
 bool parse_compression(const std::string& name, Compression* compression) {
   for (unsigned i = 0; i < sizeof kCompressionNames / sizeof *kCompressionNames; ++i) {
-    if (strcasecmp(name.c_str(), kCompressionNames[i]) == 0) {
+    if (strcasecmp(name.c_str(), kCompressionNames[i]) == 0 || name == std::to_string(i)) {
       *compression = static_cast<Compression>(i);
       return true;
     }
