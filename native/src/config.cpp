@@ -234,7 +234,7 @@ std::string Config::to_string() const {
       << ", \"evict_retain\": " << evict_retain
       << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
       << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
-      << "\"}";
+      << "\", \"compression\": \"" << compression_name(compression) << "\"}";
   return out.str();
 }
 

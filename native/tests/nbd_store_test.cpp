@@ -43,6 +43,40 @@ TEST(NbdStore, NoServerIsAnErrorNamingTheUri) {
   }
 }
 
+// The C API in a child, for a default pager of its own configured by UMAP_COMPRESSION.
+TEST(NbdStore, UmapNbdMapsTheExportThroughTheCApi) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  AUTOPAGER_REQUIRE_NBDKIT();
+  NbdServer server({"memory", "1M"});
+  const std::size_t size = 1u << 20;
+  for (const char* compression : {"none", "lz4"}) {
+    const int status = testing::in_forked_child(60, [&] {
+      setenv("UMAP_COMPRESSION", compression, 1);
+      setenv("UMAP_PAGESIZE", "16384", 1);
+      setenv("UMAP_BUFSIZE", "8", 1);
+      auto* bytes = static_cast<std::uint8_t*>(umap_nbd(nullptr, size, PROT_READ | PROT_WRITE, UMAP_PRIVATE, server.uri().c_str()));
+      if (bytes == UMAP_FAILED) return 10;
+      for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::uint8_t>(i / 4096);
+      if (umap_flush() != 0) return 11;
+      for (std::size_t i = 0; i < size; ++i)
+        if (bytes[i] != static_cast<std::uint8_t>(i / 4096)) return 12;
+      if (uunmap(bytes, size) != 0) return 13;
+      errno = 0;
+      if (umap_nbd(nullptr, 2 * size, PROT_READ, UMAP_PRIVATE, server.uri().c_str()) != UMAP_FAILED || errno != EINVAL)
+        return 14;  // past the export
+      return 0;
+    });
+    EXPECT_EQ(status, 0) << compression;
+    if (std::string(compression) == "none") {  // raw pages land on the export as they are
+      std::vector<std::uint8_t> back(size);
+      ASSERT_EQ(make_nbd_store(server.uri())->read(back.data(), size, 0), static_cast<ssize_t>(size));
+      std::uint64_t wrong = 0;
+      for (std::size_t i = 0; i < size; ++i) wrong += back[i] != static_cast<std::uint8_t>(i / 4096);
+      EXPECT_EQ(wrong, 0u);
+    }
+  }
+}
+
 TEST(NbdStore, EveryByteRoundTripsInChunksAndFromThreads) {
   AUTOPAGER_REQUIRE_NBDKIT();
   NbdServer server({"memory", "64M"});
