@@ -20,7 +20,6 @@ import argparse
 import csv
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -34,13 +33,13 @@ sys.path.insert(0, str(REPO))
 
 from autopager.cli import compose  # noqa: E402
 from autopager.confirmation import in_turn  # noqa: E402
-from autopager.params import COMPRESSIONS, parse_size, to_environment  # noqa: E402
+from autopager.nbdkit import Nbdkit  # noqa: E402
+from autopager.params import COMPRESSIONS, to_environment  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter
 LOCAL = "local disk"
-_STATS = re.compile(r"^(read|write): \d+ ops, [\d.]+ s, ([\d.]+) (\w+)", re.M)
 
 
 @dataclass(frozen=True)
@@ -50,33 +49,11 @@ class Variant:
     compression: str = "none"
 
 
-class Server:
-    """A fresh nbdkit memory export behind the stats filter (and the rate filter for a link)."""
-
-    def __init__(self, directory: Path, size: int, link: str):
-        self.socket, self.stats = directory / "nbd.sock", directory / "stats.txt"
-        pidfile = directory / "nbd.pid"
-        for stale in (self.socket, self.stats, pidfile):
-            stale.unlink(missing_ok=True)
-        rate = [] if link == "none" else ["--filter=rate"]
-        self.process = subprocess.Popen(
-            ["nbdkit", "--foreground", "--exit-with-parent", "--unix", str(self.socket), "--pidfile", str(pidfile),
-             "--filter=stats", *rate, "memory", str(size), f"statsfile={self.stats}",
-             *([] if link == "none" else [f"rate={link}"])])
-        while not (pidfile.exists() and pidfile.stat().st_size > 0):
-            if self.process.poll() is not None:
-                raise RuntimeError(f"nbdkit exited with status {self.process.returncode} before serving")
-            time.sleep(0.01)
-        self.uri = f"nbd+unix:///?socket={self.socket}"
-
-    def stop(self) -> dict[str, int]:
-        """Stops the server; the bytes read and written over its life (its stats file)."""
-        self.process.terminate()
-        self.process.wait()
-        moved = {"read": 0, "write": 0}
-        for kind, number, unit in _STATS.findall(self.stats.read_text() if self.stats.exists() else ""):
-            moved[kind] = int(float(number) * parse_size("1" + unit.replace("bytes", "")))
-        return moved
+def start_server(directory: Path, size: int, link: str) -> Nbdkit:
+    """A fresh nbdkit memory export counting its bytes, behind the rate filter unless ``link`` is none."""
+    rate = () if link == "none" else ("rate",)
+    return Nbdkit(directory, "memory", str(size), *([] if link == "none" else [f"rate={link}"]), filters=rate,
+                  stats=True)
 
 
 def result_line(stdout: str) -> dict:
@@ -86,7 +63,7 @@ def result_line(stdout: str) -> dict:
 def run_workload(workload: Workload, variant: Variant, directory: Path, export_size: int, timeout: float) -> dict:
     env = {**os.environ, **to_environment({"buffer_size": workload.buffer_size, "compression": variant.compression})}
     argv = workload.argv()
-    server = Server(directory, export_size, variant.link) if variant.link else None
+    server = start_server(directory, export_size, variant.link) if variant.link else None
     try:
         if server:
             argv += ["--nbd", server.uri]
@@ -104,7 +81,7 @@ def run_workload(workload: Workload, variant: Variant, directory: Path, export_s
 
 def nbdcopy_read(data: Path, directory: Path, link: str, export_size: int) -> dict:
     """nbdcopy's read of `data`'s bytes from the export (copied there first), in MB/s."""
-    server = Server(directory, export_size, link)
+    server = start_server(directory, export_size, link)
     try:
         subprocess.run(["nbdcopy", str(data), server.uri], check=True)
         started = time.monotonic()

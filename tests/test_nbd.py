@@ -11,39 +11,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import autopager
-from autopager import _native
+from autopager.nbdkit import Nbdkit
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")
 SMALL = {"page_size": "16KiB", "buffer_size": "512KiB"}
 
 pytestmark = pytest.mark.skipif(shutil.which("nbdkit") is None, reason="nbdkit is not installed (apt-get install nbdkit)")
-
-
-class Nbdkit:
-    """`nbdkit PLUGIN ARGS` on a Unix socket in `directory`, serving once its pid file is written."""
-
-    def __init__(self, directory: Path, *arguments: str):
-        self.socket = directory / "nbd.sock"
-        pidfile = directory / "nbd.pid"
-        self.process = subprocess.Popen(["nbdkit", "--foreground", "--exit-with-parent", "--unix", str(self.socket),
-                                         "--pidfile", str(pidfile), *arguments])
-        while not (pidfile.exists() and pidfile.stat().st_size > 0):
-            assert self.process.poll() is None, f"nbdkit {' '.join(arguments)} exited before serving"
-            time.sleep(0.01)
-        self.uri = f"nbd+unix:///?socket={self.socket}"
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture
@@ -126,7 +106,7 @@ print(int(array[40 << 20]), flush=True)  # a page never read: SIGBUS, never 0
     child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": str(REPO)})
     assert child.stdout.readline().strip() == "3"
-    nbd_memory.stop()
+    nbd_memory.kill()
     out, _ = child.communicate("\n", timeout=120)
     assert out == "" and child.returncode == -signal.SIGBUS
 
