@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "autopager/store.hpp"
+#include "pager_threads.hpp"
 
 namespace autopager {
 namespace {
@@ -81,12 +82,14 @@ class Connection {
  public:
   Connection(const std::string& uri, std::chrono::milliseconds timeout) : handle_(nbd_create()) {
     if (handle_ == nullptr) throw nbd_failure(uri, "cannot create a handle");
+    // No zeroing of read buffers before each read: a read that fails is never used (the pager SIGBUSes).
+    nbd_set_pread_initialize(handle_, false);
     try {
       connect(uri, timeout);
       fd_ = nbd_aio_get_fd(handle_);
       wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
       if (wake_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd for an NBD connection");
-      io_ = std::thread([this] { drive(); });
+      io_ = start_pager_thread("ap-nbd", [this] { drive(); });
     } catch (...) {
       if (wake_ >= 0) ::close(wake_);
       nbd_close(handle_);
