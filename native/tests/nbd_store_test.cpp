@@ -110,6 +110,39 @@ TEST(NbdStore, EveryByteRoundTripsInChunksAndFromThreads) {
   EXPECT_EQ(store->sync(), 0);
 }
 
+// The connections the server saw, from nbdkit's log filter: its "connection=N Connect" lines.
+unsigned connections_logged(const std::string& log) {
+  std::ifstream in(log);
+  unsigned count = 0;
+  for (std::string line; std::getline(in, line);) count += line.find(" Connect export=") != std::string::npos;
+  return count;
+}
+
+TEST(NbdStore, SeveralConnectionsOnlyWhereTheServerAllowsThem) {
+  AUTOPAGER_REQUIRE_NBDKIT();
+  for (const char* mode : {"emulate", "disable"}) {  // multi-conn offered, refused
+    char dir[] = "/tmp/autopager-nbdlog-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    const std::string log = std::string(dir) + "/log";
+    {
+      NbdServer server({"--filter=log", "--filter=multi-conn", "memory", "1M", "logfile=" + log,
+                        std::string("multi-conn-mode=") + mode});
+      NbdStoreOptions options;
+      options.connections = 3;
+      auto store = make_nbd_store(server.uri(), options);
+      const auto bytes = pattern(8192, 1);
+      ASSERT_EQ(store->write(bytes.data(), bytes.size(), 0), 8192);
+      std::vector<std::uint8_t> back(8192);
+      for (int i = 0; i < 6; ++i) ASSERT_EQ(store->read(back.data(), back.size(), 0), 8192);
+      EXPECT_TRUE(back == bytes);
+      store.reset();
+    }
+    EXPECT_EQ(connections_logged(log), std::string(mode) == "emulate" ? 3u : 1u) << mode;
+    std::remove(log.c_str());
+    rmdir(dir);
+  }
+}
+
 TEST(NbdStore, PagerMapsTheExportAndEveryWriteReachesIt) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   AUTOPAGER_REQUIRE_NBDKIT();
