@@ -152,25 +152,29 @@ class Connection {
   }
 
   // The connection's I/O thread: sends and receives for every request submitted, until the store is
-  // destroyed or the connection dies (libnbd then fails every request in flight and every later one).
+  // destroyed. Once the connection died (libnbd then failed every request in flight, and refuses later ones)
+  // it only waits to be stopped: it is joined with the store, which a pager may keep until the exit.
   void drive() {
     while (!stopping_.load()) {
-      if (nbd_aio_is_dead(handle_) == 1 || nbd_aio_is_closed(handle_) == 1) return;
-      const unsigned direction = nbd_aio_get_direction(handle_);
-      pollfd fds[2] = {{fd_, 0, 0}, {wake_, POLLIN, 0}};
-      if (direction & LIBNBD_AIO_DIRECTION_READ) fds[0].events |= POLLIN;
-      if (direction & LIBNBD_AIO_DIRECTION_WRITE) fds[0].events |= POLLOUT;
-      if (::poll(fds, 2, -1) < 0) {
+      const bool alive = nbd_aio_is_dead(handle_) != 1 && nbd_aio_is_closed(handle_) != 1;
+      pollfd fds[2] = {{wake_, POLLIN, 0}, {fd_, 0, 0}};
+      if (alive) {
+        const unsigned direction = nbd_aio_get_direction(handle_);
+        if (direction & LIBNBD_AIO_DIRECTION_READ) fds[1].events |= POLLIN;
+        if (direction & LIBNBD_AIO_DIRECTION_WRITE) fds[1].events |= POLLOUT;
+      }
+      if (::poll(fds, alive ? 2 : 1, -1) < 0) {
         if (errno == EINTR) continue;
         return;
       }
-      if (fds[1].revents & POLLIN) {
+      if (fds[0].revents & POLLIN) {
         std::uint64_t count;
         (void)!::read(wake_, &count, sizeof count);
       }
-      if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!alive) continue;
+      if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
         nbd_aio_notify_read(handle_);
-      } else if (fds[0].revents & POLLOUT) {
+      } else if (fds[1].revents & POLLOUT) {
         nbd_aio_notify_write(handle_);
       }
     }
