@@ -134,19 +134,50 @@ class ArrayPlan:
     mode: str
 
 
+def plan_memmap_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, mode: str, offset: int,
+                      shape: Optional[ShapeLike], order: str, config: _native.Config) -> ArrayPlan:
+    """memmap's array for `filename`: an NBD export when it is an NBD URI (plan_nbd_array), else file(s)."""
+    if isinstance(filename, str) and _native.is_nbd_uri(filename):
+        return plan_nbd_array(filename, dtype, mode, offset, shape, order, config)
+    return plan_file_array(filename, dtype, mode, offset, shape, order, config.direct_io)
+
+
+def plan_nbd_array(uri: str, dtype: Any, mode: str, offset: int, shape: Optional[ShapeLike], order: str,
+                   config: _native.Config) -> ArrayPlan:
+    """numpy.memmap's arguments on an NBD export (nbd://host:port/export, nbd+unix:///?socket=PATH), its pages
+    stored as config.compression says. An export has a fixed size and cannot be created: modes "r", "r+" and
+    "c"; a shape past the export's end is refused."""
+    dtype, mode, offset, shape, order = _memmap_arguments(dtype, mode, offset, shape, order)
+    if mode == "w+":
+        raise ValueError(f"mode 'w+' creates a file; the NBD export {uri} exists with its size: use mode 'r+'")
+    try:
+        export = _native.nbd_store(uri, config)
+    except RuntimeError as error:
+        raise OSError(errno.ECONNREFUSED, str(error)) from None
+    available = export.size - offset
+    if shape is None:
+        shape = _whole_items(available, offset, dtype, uri)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > available:
+        raise ValueError(f"shape {shape} of {dtype} needs {nbytes} bytes from offset {offset}, but the NBD export "
+                         f"{uri} holds only {max(available, 0)} there (an export does not grow)")
+    store = None
+    if nbytes > 0:
+        store = _native.window_store(export, offset, nbytes) if offset or nbytes < export.size else export
+        if mode == "c":
+            store = _native.copy_on_write_store(store, tempfile.gettempdir())
+        elif mode == "r+" and not store.writable:
+            raise PermissionError(errno.EROFS, f"the NBD export {uri} is read-only: open it with mode 'r' or 'c'")
+    return ArrayPlan(store, nbytes, shape, dtype, order, writable=mode != "r", filename=uri, offset=offset, mode=mode)
+
+
 def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, mode: str, offset: int,
                     shape: Optional[ShapeLike], order: str, direct: bool = False) -> ArrayPlan:
     """numpy.memmap(filename, dtype, mode, offset, shape, order); a list of files is one array over the
     files put end to end (offset counts from the start of the first). ``direct``: O_DIRECT where the file
     system has it."""
-    mode = normalize_mode(mode)
+    dtype, mode, offset, shape, order = _memmap_arguments(dtype, mode, offset, shape, order)
     paths = _paths(filename)
-    dtype = np.dtype(dtype)
-    offset = operator.index(offset)
-    shape = normalize_shape(shape)
-    order = normalize_order(order)
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0 (got {offset})")
     if mode == "w+" and shape is None:
         raise ValueError("shape must be given in mode 'w+' (it sizes the new file)")
     if mode == "w+" and len(paths) > 1:
@@ -155,10 +186,7 @@ def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, m
     sizes = [_open_for_mode(path, mode) for path in paths]
     available = sum(sizes) - offset
     if shape is None:
-        if available < 0 or available % dtype.itemsize:
-            raise ValueError(f"the {available} bytes after offset {offset} of {_describe(paths)} are not a whole "
-                             f"number of {dtype} items ({dtype.itemsize} bytes); pass shape= or another offset")
-        shape = (available // dtype.itemsize,)
+        shape = _whole_items(available, offset, dtype, _describe(paths))
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > available:
         if mode in ("r", "c"):
@@ -211,6 +239,23 @@ def map_array(pager: _native.Pager, plan: ArrayPlan) -> PagedArray:
         array.region = region
     array.filename, array.offset, array.mode = plan.filename, plan.offset, plan.mode
     return array
+
+
+def _memmap_arguments(dtype: Any, mode: str, offset: int, shape: Optional[ShapeLike],
+                      order: str) -> Tuple[np.dtype, str, int, Optional[Tuple[int, ...]], str]:
+    """numpy.memmap's dtype, mode, offset, shape and order in their normal forms; a negative offset refused."""
+    offset = operator.index(offset)
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0 (got {offset})")
+    return np.dtype(dtype), normalize_mode(mode), offset, normalize_shape(shape), normalize_order(order)
+
+
+def _whole_items(available: int, offset: int, dtype: np.dtype, where: str) -> Tuple[int]:
+    """The shape of the `available` bytes after `offset` of `where`, which must be whole items of dtype."""
+    if available < 0 or available % dtype.itemsize:
+        raise ValueError(f"the {available} bytes after offset {offset} of {where} are not a whole number of "
+                         f"{dtype} items ({dtype.itemsize} bytes); pass shape= or another offset")
+    return (available // dtype.itemsize,)
 
 
 def _paths(filename: Union[PathLike, Sequence[PathLike]]) -> list:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Sequen
 import numpy as np
 
 from autopager import _native
-from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_file_array,
+from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_memmap_array,
                              plan_scratch_array)
-from autopager.params import ENV_VARS, PARAMETERS, parse_size
+from autopager.params import COMPRESSIONS, ENV_VARS, PARAMETERS, compression_index, parse_size
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -38,6 +38,7 @@ class PagingParameters(TypedDict, total=False):
     read_ahead_run: Union[int, str]
     max_fault_events: int
     direct_io: int
+    compression: Union[int, str]
 
 
 _COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "read_ahead",
@@ -60,7 +61,8 @@ class Pager:
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (reads),
     read_ahead_run (bytes, or "4MiB": the largest read-ahead read),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
-    where the file system allows, not through the kernel's page cache; 0: through it). profile= takes them
+    where the file system allows, not through the kernel's page cache; 0: through it), compression ("none",
+    "lz4", "zstd": how the pages of arrays on NBD exports are stored). profile= takes them
     from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
     profile file gives the parameters its study searched: never the buffer size it was found with, unless the
     study searched that too. Several pagers with different parameters can live in one process.
@@ -84,7 +86,7 @@ class Pager:
         overwrites the file, "c" is copy-on-write: the array can be written but the file never changes.
         """
         self._open()
-        return self._map(plan_file_array(filename, dtype, mode, offset, shape, order, self._config.direct_io))
+        return self._map(plan_memmap_array(filename, dtype, mode, offset, shape, order, self._config))
 
     def empty(self, shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
               scratch_dir: Optional[PathLike] = None) -> PagedArray:
@@ -105,14 +107,14 @@ class Pager:
         return self._native.stats()
 
     @property
-    def config(self) -> Dict[str, int]:
+    def config(self) -> Dict[str, Any]:
         """The parameters in effect, with buffer_size in bytes."""
         c = self._config
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
                 "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "read_ahead": c.read_ahead,
                 "read_ahead_run": c.read_ahead_run,
-                "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io)}
+                "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io), "compression": c.compression}
 
     @property
     def has_write_protect(self) -> bool:
@@ -182,7 +184,9 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
     """Like numpy.memmap, an ndarray on a file, but paged by autopager's user-space pager.
 
     filename, dtype, mode ("r", "r+", "w+", "c"), offset, shape and order mean what they mean for
-    numpy.memmap; filename may also be a list of files, read as one array over them end to end.
+    numpy.memmap; filename may also be a list of files, read as one array over them end to end, or an NBD
+    export's URI (nbd://host:port/export, nbd+unix:///export?socket=PATH; modes "r", "r+", "c"), whose pages
+    are stored as compression= says.
 
     The pager: pager= uses that Pager; profile= or paging parameters (page_size=, buffer_size=,
     fillers=, ...) give this array a pager of its own; otherwise the shared default_pager().
@@ -191,7 +195,7 @@ def memmap(filename: Union[PathLike, Sequence[PathLike]], dtype: Any = np.uint8,
     (a shape that does not fit the file, a bad parameter) and OSError (userfaultfd unavailable).
     """
     with _chosen_pager(pager, profile, params) as chosen:  # parameters checked before the file is touched
-        return chosen._map(plan_file_array(filename, dtype, mode, offset, shape, order, chosen._config.direct_io))
+        return chosen._map(plan_memmap_array(filename, dtype, mode, offset, shape, order, chosen._config))
 
 
 def empty(shape: ShapeLike, dtype: Any = float, order: str = "C", *, store: str = "file",
@@ -248,6 +252,8 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
             if name == "direct_io" and number > 1:
                 raise ValueError(f"direct_io={number}: out of range; it is 0 or 1")
             setattr(config, name, number)
+    if "compression" in params:
+        config.compression = COMPRESSIONS[compression_index(params["compression"])]
     if "buffer_size" in params:
         buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
         if "page_size" not in params and not _page_size_in_environment():

@@ -22,8 +22,11 @@ ENV_VARS: dict[str, str] = {
     "read_ahead_run": "UMAP_READ_AHEAD_RUN",
     "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
     "direct_io": "UMAP_DIRECT_IO",
+    "compression": "UMAP_COMPRESSION",
 }
 PARAMETERS = tuple(ENV_VARS)
+# compression's values (pages of NBD stores); studies, records and profiles hold their index
+COMPRESSIONS = ("none", "lz4", "zstd")
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
@@ -43,6 +46,15 @@ def parse_size(value: Any) -> int:
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(f"not a size: {value!r} (expected bytes, or a number with KiB, MiB, GiB)")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def compression_index(value: Any) -> int:
+    """compression's index in COMPRESSIONS from its name ("lz4") or index (1)."""
+    if isinstance(value, str) and value.strip().lower() in COMPRESSIONS:
+        return COMPRESSIONS.index(value.strip().lower())
+    if not isinstance(value, bool) and isinstance(value, (int, str)) and str(value).strip() in ("0", "1", "2"):
+        return int(value)
+    raise ValueError(f"compression={value!r} is not a compression; allowed: {', '.join(COMPRESSIONS)}")
 
 
 def format_size(nbytes: int) -> str:
@@ -75,6 +87,8 @@ def to_environment(params: Mapping[str, Any]) -> dict[str, str]:
             env[ENV_VARS[name]] = str(page_size)
         elif name == "read_ahead_run":
             env[ENV_VARS[name]] = str(parse_size(value))
+        elif name == "compression":
+            env[ENV_VARS[name]] = COMPRESSIONS[compression_index(value)]
         else:
             env[ENV_VARS[name]] = str(int(value))
     return env

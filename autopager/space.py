@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from autopager.errors import ConfigError
-from autopager.params import PARAMETERS, format_size, parse_size, system_page_size
+from autopager.params import COMPRESSIONS, PARAMETERS, compression_index, format_size, parse_size, system_page_size
 
 SIZES = ("page_size", "buffer_size", "read_ahead_run")
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
@@ -26,7 +26,7 @@ LOW, HIGH = "evict_low_water", "evict_high_water"
 LIMITS = {  # smallest and largest value the pager accepts
     "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
     HIGH: (1, 100), LOW: (0, 99), "evict_retain": (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
-    "direct_io": (0, 1), "read_ahead_run": (1, None),
+    "direct_io": (0, 1), "read_ahead_run": (1, None), "compression": (0, len(COMPRESSIONS) - 1),
 }
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
 MMAP = "mmap"  # baseline.mmap: whether a study also measures the kernel's mmap (not a parameter)
@@ -35,7 +35,9 @@ Params = dict[str, Any]
 
 
 def show(name: str, value: Any) -> str:
-    """A parameter value for people: sizes as 64KiB."""
+    """A parameter value for people: sizes as 64KiB, compression by name."""
+    if name == "compression" and value is not None:
+        return COMPRESSIONS[int(value)]
     return format_size(int(value)) if name in SIZES and value is not None else str(value)
 
 
@@ -45,6 +47,11 @@ def show_params(params: Mapping[str, Any]) -> str:
 
 def parse_value(name: str, value: Any, where: str = "space") -> int:
     """One value of a parameter, checked against what the pager accepts (``where``: the config section)."""
+    if name == "compression":
+        try:
+            return compression_index(value)
+        except ValueError as error:
+            raise ConfigError(f"{where}.{error}") from None
     try:
         number = parse_size(value) if name in SIZES else int(value)
         if not isinstance(value, (int, str)) or (not isinstance(value, str) and number != value):

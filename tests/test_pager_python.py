@@ -30,10 +30,11 @@ def path(tmp_path):
 def test_parameters_in_bytes_and_notation():
     with autopager.Pager(page_size="64KiB", buffer_size="2MiB", fillers=3, evictors=2, evict_high_water=80,
                          evict_low_water=40, evict_retain=30, read_ahead=2, read_ahead_run="256KiB", max_fault_events=16,
-                         direct_io=1) as pager:
+                         direct_io=1, compression="lz4") as pager:
         assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
                                 "evict_high_water": 80, "evict_low_water": 40, "evict_retain": 30, "read_ahead": 2,
-                                "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1}
+                                "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1,
+                                "compression": "lz4"}
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
 

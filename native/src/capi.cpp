@@ -38,23 +38,35 @@ T with_default_pager(T failed, Body body) {
   return failed;
 }
 
+// Checks umap's `flags`: without UMAP_FIXED `addr` is a hint only, as for mmap; with it, the region goes
+// exactly there (`*fixed`). On bad flags prints why, sets errno and returns false.
+bool fixed_address(void* addr, int flags, void** fixed) {
+  if ((flags & UMAP_PRIVATE) == 0) {
+    std::fprintf(stderr, "umap: flags must include UMAP_PRIVATE (and may include UMAP_FIXED)\n");
+    errno = EINVAL;
+    return false;
+  }
+  if ((flags & UMAP_FIXED) != 0 && addr == nullptr) {
+    std::fprintf(stderr, "umap: UMAP_FIXED needs an address\n");
+    errno = EINVAL;
+    return false;
+  }
+  *fixed = (flags & UMAP_FIXED) != 0 ? addr : nullptr;
+  return true;
+}
+
 }  // namespace
 
 extern "C" {
 
 void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  if ((flags & UMAP_PRIVATE) == 0 || offset < 0) {
-    std::fprintf(stderr, "umap: flags must include UMAP_PRIVATE (and may include UMAP_FIXED), and offset >= 0\n");
+  if (offset < 0) {
+    std::fprintf(stderr, "umap: offset must be >= 0\n");
     errno = EINVAL;
     return UMAP_FAILED;
   }
-  // Without UMAP_FIXED `addr` is a hint only, as for mmap; with it, the region goes exactly there.
-  void* fixed = (flags & UMAP_FIXED) != 0 ? addr : nullptr;
-  if ((flags & UMAP_FIXED) != 0 && addr == nullptr) {
-    std::fprintf(stderr, "umap: UMAP_FIXED needs an address\n");
-    errno = EINVAL;
-    return UMAP_FAILED;
-  }
+  void* fixed = nullptr;
+  if (!fixed_address(addr, flags, &fixed)) return UMAP_FAILED;
   if (length > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max() - offset)) {
     std::fprintf(stderr, "umap: offset %lld + length %zu is past the largest file offset\n",
                  static_cast<long long>(offset), length);
@@ -75,6 +87,30 @@ void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset)
     } catch (...) {
       close(own);
       throw;
+    }
+    return pager.map(std::move(store), length, prot, fixed);
+  });
+}
+
+void* umap_nbd(void* addr, size_t length, int prot, int flags, const char* uri) {
+  void* fixed = nullptr;
+  if (!fixed_address(addr, flags, &fixed)) return UMAP_FAILED;
+  if (uri == nullptr || !autopager::is_nbd_uri(uri)) {
+    std::fprintf(stderr, "umap_nbd: '%s' is not an NBD URI (nbd://host:port/export or nbd+unix:///export?socket=PATH)\n",
+                 uri == nullptr ? "(null)" : uri);
+    errno = EINVAL;
+    return UMAP_FAILED;
+  }
+  return with_default_pager<void*>(UMAP_FAILED, [&](autopager::Pager& pager) {
+    std::shared_ptr<autopager::Store> store;
+    try {
+      store = autopager::open_nbd_store(uri, pager.config().compression, pager.config().page_size);
+    } catch (const std::system_error&) {
+      throw;
+    } catch (const std::runtime_error& e) {  // the server's refusal, or no libnbd
+      std::fprintf(stderr, "umap_nbd: %s\n", e.what());
+      errno = ECONNREFUSED;
+      return UMAP_FAILED;
     }
     return pager.map(std::move(store), length, prot, fixed);
   });

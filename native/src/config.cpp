@@ -114,6 +114,13 @@ void read_log_level(LogLevel* level) {
   throw ConfigError(std::string(kLogLevelEnv) + "=\"" + text + "\" is not a level; allowed: ERROR, WARNING, INFO, DEBUG");
 }
 
+void read_compression(Compression* compression) {
+  const char* text = std::getenv("UMAP_COMPRESSION");
+  if (text == nullptr || *text == '\0') return;
+  if (!parse_compression(text, compression))
+    throw ConfigError(std::string("UMAP_COMPRESSION=\"") + text + "\" is not a compression; allowed: none, lz4, zstd (or 0, 1, 2)");
+}
+
 }  // namespace
 
 const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
@@ -184,6 +191,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kDirectIo, &c.direct_io);
   read_env_into(kKeepWrites, &c.keep_writes);
   read_log_level(&c.log_level);
+  read_compression(&c.compression);
   c.validate();
   return c;
 }
@@ -237,7 +245,7 @@ std::string Config::to_string() const {
       << ", \"max_fault_events\": " << max_fault_events << ", \"direct_io\": " << (direct_io ? 1 : 0)
       << ", \"keep_writes\": " << (keep_writes ? 1 : 0)
       << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
-      << "\"}";
+      << "\", \"compression\": \"" << compression_name(compression) << "\"}";
   return out.str();
 }
 

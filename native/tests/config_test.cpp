@@ -261,6 +261,19 @@ TEST(Config, MonitorIntervalAndLogLevelFromTheEnvironment) {
   EXPECT_NE(why.find("ERROR, WARNING, INFO, DEBUG"), std::string::npos) << why;
 }
 
+TEST(Config, CompressionFromTheEnvironment) {
+  EnvGuard env;
+  EXPECT_EQ(Config::defaults().compression, Compression::none);
+  env.set("UMAP_COMPRESSION", "LZ4");
+  EXPECT_EQ(Config::from_environment().compression, Compression::lz4);
+  env.set("UMAP_COMPRESSION", "2");  // the tuner's index
+  EXPECT_EQ(Config::from_environment().compression, Compression::zstd);
+  EXPECT_NE(Config::from_environment().to_string().find("\"compression\": \"zstd\""), std::string::npos);
+  std::string why = env_refusal("UMAP_COMPRESSION", "gzip");
+  EXPECT_NE(why.find("UMAP_COMPRESSION"), std::string::npos) << why;
+  EXPECT_NE(why.find("none, lz4, zstd"), std::string::npos) << why;
+}
+
 TEST(Config, RefusesLowWaterAtOrAboveHighWater) {
   Config c = Config::defaults();
   c.evict_high_water = 60;

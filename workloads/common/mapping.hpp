@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
+
+#include "autopager/store.hpp"
 
 namespace workloads {
 
@@ -11,6 +14,12 @@ enum class Backend { pager, kernel };
 
 // "umap" or "mmap", as reported in the result line.
 const char* backend_name(Backend backend);
+
+// Serves the data files the pager maps (Backend::pager) from the NBD export `uri` instead of from their own
+// files: each is copied onto the export (one after another, each at an offset aligned to 1 MiB and to the page
+// size) when mapped, and a writable one back to its file when unmapped, so that generating and checking the
+// data stay on the local files. The export is opened as UMAP_COMPRESSION says (autopager::open_nbd_store).
+void serve_data_from_nbd(const std::string& uri);
 
 class MappedFile {
  public:
@@ -32,8 +41,14 @@ class MappedFile {
   void close();
 
  private:
+  // With serve_data_from_nbd: copies the file onto the export and maps it from there.
+  void map_from_export(int prot);
+  // Copies the file's bytes from the export back to it (a writable mapping, after unmapping).
+  void copy_back_from_export();
+
   std::string path_;
   Backend backend_;
+  std::shared_ptr<autopager::Store> window_;  // the file's bytes on the NBD export, when served from one
   bool writable_;
   int fd_ = -1;
   void* data_ = nullptr;

@@ -18,6 +18,8 @@ void add_common_options(Options& options) {
   options.add("threads", std::to_string(std::max(1u, std::thread::hardware_concurrency())), "worker threads");
   options.add_flag("mmap", "run on the kernel's mmap instead of the pager");
   options.add_flag("generate", "only make the data (reused when already there) and exit");
+  options.add("nbd", "", "serve the data from this NBD export (nbd://host:port/export, nbd+unix:///?socket=PATH): "
+              "copied onto it before mapping, back after (UMAP_COMPRESSION applies)");
 }
 
 Validation read_validation() {
@@ -36,6 +38,12 @@ Settings read_common_options(const Options& options) {
   settings.backend = options.flag("mmap") ? Backend::kernel : Backend::pager;
   settings.generate_only = options.flag("generate");
   settings.validation = read_validation();
+  const std::string nbd = options.text("nbd");
+  if (!nbd.empty()) {
+    if (!autopager::is_nbd_uri(nbd)) throw UsageError("option --nbd must be an NBD URI (nbd://host:port/export or nbd+unix:///?socket=PATH), not '" + nbd + "'");
+    if (settings.backend == Backend::kernel) throw UsageError("option --nbd serves the pager's mappings; it does not go with --mmap");
+    serve_data_from_nbd(nbd);
+  }
   omp_set_num_threads(static_cast<int>(settings.threads));
   return settings;
 }

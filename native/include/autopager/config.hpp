@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "autopager/store.hpp"
+
 namespace autopager {
 
 // A refused configuration; what() names the parameter (and its environment variable) and the allowed range.
@@ -42,6 +44,8 @@ struct Config {
                                     // defaults(): true
   unsigned monitor_interval = 0;    // seconds between statistics lines on stderr; 0: none
   LogLevel log_level = LogLevel::kWarning;
+  Compression compression = Compression::none;  // pages of NBD stores the front ends open, per page of
+                                                // page_size (make_compressed_store); UMAP_COMPRESSION
 
   // A buffer of 80% of the memory this process can still use (available memory, bounded by its memory
   // cgroup's limit less the cgroup's usage) in pages of page_size_for_buffer(those bytes); the threads,

@@ -83,4 +83,39 @@ std::shared_ptr<Store> make_multi_file_store(const std::vector<FileSegment>& seg
 // Bytes in this process's memory: a store that costs (almost) nothing, to measure the pager alone.
 std::shared_ptr<Store> make_memory_store(std::uint64_t size);
 
+// `length` bytes of `store` from `offset`, as a store of its own (writes past it: ENOSPC). Throws
+// std::invalid_argument when the window does not fit in the store.
+std::shared_ptr<Store> make_window_store(std::shared_ptr<Store> store, std::uint64_t offset, std::uint64_t length);
+
+// Per-page compression of a store's bytes (Config::compression, UMAP_COMPRESSION).
+enum class Compression : unsigned { none = 0, lz4 = 1, zstd = 2 };
+const char* compression_name(Compression compression);
+// The compression named `name` (none, lz4, zstd, any case; or its number 0, 1, 2, as the tuner writes it);
+// false when there is none of that name.
+bool parse_compression(const std::string& name, Compression* compression);
+// `backing` with each whole unit of `unit` bytes (the pager's page size) stored compressed in its own slot
+// (at unit * index) when that saves at least 1/8, raw otherwise; a table in memory of 4 bytes per unit says
+// which. Units never written read raw, so existing bytes are read as they are; but what it writes is the data
+// only through this store: it does not outlive the process. Throws std::runtime_error when the codec was not
+// built in (liblz4, libzstd), std::invalid_argument for Compression::none or a unit of 0.
+std::shared_ptr<Store> make_compressed_store(std::shared_ptr<Store> backing, Compression compression, std::size_t unit);
+
+// An export of an NBD server (nbdkit, qemu-nbd...): network-attached memory or a remote disk. Needs libnbd
+// (without it, make_nbd_store throws std::runtime_error saying so).
+struct NbdStoreOptions {
+  unsigned connections = 0;      // connections opened when the server allows several (multi-conn); 0: 4
+  unsigned timeout_ms = 30000;   // a request (or the connecting) not answered within this fails, and so does
+                                 // every later one on its connection (libnbd has no timeout of its own)
+};
+// Whether `text` is an NBD URI: nbd://, nbds://, nbd+unix://, nbds+unix://, nbd+vsock://.
+bool is_nbd_uri(const std::string& text);
+// Connects to `uri` (nbd://host[:port]/export, nbd+unix:///export?socket=PATH). The store's size is the
+// export's; writes past it fail with ENOSPC, and every write to a read-only export with EROFS; sync() is NBD
+// flush. A failed read or write returns -1 with errno (EIO, ETIMEDOUT, ...). Throws std::invalid_argument
+// for what is not an NBD URI, std::runtime_error naming the URI when it cannot connect.
+std::shared_ptr<Store> make_nbd_store(const std::string& uri, const NbdStoreOptions& options = {});
+// What the front ends (umap_nbd, memmap, the workloads' --nbd) map for an NBD URI: the export, through
+// make_compressed_store in units of `page_size` unless `compression` is none.
+std::shared_ptr<Store> open_nbd_store(const std::string& uri, Compression compression, std::size_t page_size);
+
 }  // namespace autopager

@@ -36,6 +36,13 @@ typedef struct umap_prefetch_item umap_prefetch_item;
  * descriptor not open for reading, or not for writing with PROT_WRITE). The region is not inherited by
  * fork(): in a child, touching it is SIGSEGV, and the child's umap() calls get a pager of its own. */
 void* umap(void* addr, size_t length, int prot, int flags, int fd, off_t offset);
+/* As umap, for `length` bytes of an NBD export from its start: `uri` is nbd://host[:port]/export or
+ * nbd+unix:///export?socket=PATH (libnbd's URIs). With UMAP_COMPRESSION=lz4 or zstd its pages are stored
+ * compressed (the export is then this process's paging space: what is written reads back only through this
+ * mapping). Returns UMAP_FAILED with errno: EINVAL for what is not an NBD URI or a length past the export's
+ * size, ECONNREFUSED when the server cannot be reached or this autopager was built without libnbd (the reason
+ * printed on stderr). A read the server fails is SIGBUS; a failed write-back fails umap_flush and uunmap. */
+void* umap_nbd(void* addr, size_t length, int prot, int flags, const char* uri);
 /* Writes back the region's dirty pages and releases it. Returns -1 with errno when a write-back failed
  * (ENOSPC, EIO...): the region then stays mapped with the pages not written, and may be unmapped again. */
 int uunmap(void* addr, size_t length);

@@ -88,6 +88,13 @@ void bind_config(py::module_& m) {
       .def_readwrite("max_fault_events", &Config::max_fault_events)
       .def_readwrite("direct_io", &Config::direct_io)
       .def_readwrite("keep_writes", &Config::keep_writes)
+      .def_property(
+          "compression", [](const Config& c) { return std::string(compression_name(c.compression)); },
+          [](Config& c, const std::string& name) {
+            if (!parse_compression(name, &c.compression))
+              throw py::value_error("compression='" + name + "' is not a compression; allowed: none, lz4, zstd");
+          },
+          "none, lz4 or zstd: how the pages of NBD stores are stored (open_nbd_store)")
       .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
       .def("buffer_bytes", &Config::buffer_bytes)
       .def("__repr__", &Config::to_string);
@@ -95,13 +102,24 @@ void bind_config(py::module_& m) {
 
 void bind_stores(py::module_& m) {
   py::class_<Store, std::shared_ptr<Store>>(m, "Store", "Where a region's bytes live.")
-      .def_property_readonly("size", &Store::size);
+      .def_property_readonly("size", &Store::size)
+      .def_property_readonly("writable", &Store::writable);
   m.def("file_store", &file_store, py::arg("path"), py::arg("writable"), py::arg("offset") = 0,
         py::arg("length") = 0, py::arg("direct") = false,
         "A file, or `length` bytes of it from `offset` (0: to its end).");
   m.def("multi_file_store", &multi_file_store, py::arg("segments"), py::arg("writable"), py::arg("direct") = false,
         "(path, offset, length) segments seen as one contiguous store, in order.");
   m.def("memory_store", &make_memory_store, py::arg("size"), "`size` bytes of this process's memory.");
+  m.def("nbd_store",
+        [](const std::string& uri, const Config& config) {
+          py::gil_scoped_release unlocked;  // connecting may wait for the server
+          return open_nbd_store(uri, config.compression, config.page_size);
+        },
+        py::arg("uri"), py::arg("config"),
+        "The NBD export `uri`, its pages compressed as config.compression says (RuntimeError when it cannot connect).");
+  m.def("is_nbd_uri", &is_nbd_uri, py::arg("text"), "Whether `text` is an NBD URI (nbd://, nbd+unix://, ...).");
+  m.def("window_store", &make_window_store, py::arg("store"), py::arg("offset"), py::arg("length"),
+        "`length` bytes of `store` from `offset`.");
   m.def("scratch_store",
         [](const std::string& directory, std::uint64_t size) -> std::shared_ptr<Store> {
           return std::make_shared<python::ScratchStore>(directory, size);
