@@ -20,6 +20,7 @@ from autopager.errors import ConfigError
 from autopager.exec import parse, preload_library
 from autopager.memory_limit import MemoryLimit, MemoryLimitError
 from pager_support import small_tmpfs
+from test_exec import built, environment  # noqa: F401 (built: the preload library's fixture)
 
 REPO = Path(__file__).resolve().parent.parent
 HEAP_PROGRAM = Path(os.environ.get("AUTOPAGER_HEAP_PROGRAM") or REPO / "build" / "native" / "tests" / "heap_program")
@@ -28,19 +29,9 @@ SETTINGS = ["page_size=64KiB", "buffer_size=8MiB", "fillers=2", "evictors=1", "h
 
 
 @pytest.fixture(scope="module", autouse=True)
-def built():
-    try:
-        preload_library()
-    except ConfigError as error:
-        pytest.fail(str(error))
+def heap_program_built(built):
     if not HEAP_PROGRAM.exists():
         pytest.fail(f"{HEAP_PROGRAM} is missing: cmake --build build --target heap_program")
-
-
-def environment() -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_") and k != "LD_PRELOAD"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    return env
 
 
 def run(argv, heap: Path | None, settings=SETTINGS, preexec_fn=None) -> subprocess.CompletedProcess:
@@ -105,7 +96,7 @@ NUMPY_SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(5)
     arrays = [np.zeros(4 << 20, dtype=np.float64) for _ in range(3)]   # 32 MiB each: malloc's mmap'd blocks
     for a in arrays:
-        at = rng.integers(0, a.size, 200000)
+        at = rng.integers(0, a.size, 20000)
         np.add.at(a, at, rng.random(at.size))
     grown = np.concatenate(arrays)
     print("sums", [float(a.sum()) for a in arrays], float(grown.sum()), float(grown[::4097].sum()))
