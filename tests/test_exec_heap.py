@@ -7,6 +7,7 @@ built by CMake (build/native/tests, or $AUTOPAGER_HEAP_PROGRAM).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from autopager.errors import ConfigError
 from autopager.exec import parse, preload_library
 from autopager.memory_limit import MemoryLimit, MemoryLimitError
+from autopager.workloads import Workload
 from pager_support import small_tmpfs
 from test_exec import built, environment  # noqa: F401 (built: the preload library's fixture)
 
@@ -125,3 +127,21 @@ def test_a_bad_heap_min_variable_leaves_everything_to_the_kernel_and_says_so(tmp
     proc = subprocess.run([str(HEAP_PROGRAM), "big", "32"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "UMAP_PRELOAD_HEAP_MIN must be a number of bytes, not 'big'" in proc.stderr
+
+
+def test_a_heap_workload_runs_under_the_preload_with_its_heap(tmp_path):
+    config = {"name": "numpy_heap", "command": "{python} {bin}/numpy_heap.py --size-mib 64 --array-mib 32 "
+              "--updates 20000", "heap": str(tmp_path), "mmap_command": "{python} {bin}/numpy_heap.py --size-mib 64 "
+              "--array-mib 32 --updates 20000"}
+    workload = Workload.from_config(config, str(tmp_path / "data"))
+    workload.check()
+    argv = workload.argv()
+    assert f"UMAP_PRELOAD_HEAP={tmp_path.resolve()}" in argv and argv[0] == "env"
+    assert not any(word.startswith("UMAP_PRELOAD_HEAP=") for word in workload.kernel_mmap().argv())
+    proc = subprocess.run(argv, env={**environment(), "UMAP_PRINT_STATS": "1"}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["check"] == "ok"
+    assert heap_summary(proc.stderr)[0] >= 2, proc.stderr
+    with pytest.raises(ConfigError, match="heap"):
+        Workload.from_config({**config, "heap": str(tmp_path / "missing")}, str(tmp_path / "data")).check()
