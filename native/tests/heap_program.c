@@ -78,7 +78,16 @@ static int steps(size_t size) {
   print("munmap-part-above", mapped + size / 2, size / 2);
   munmap(mapped, size);
 
-  /* Served to its end: written, partly unmapped at its end, written after. */
+  unsigned char* moved = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (moved == MAP_FAILED) return 1;
+  fill(moved, size, 7);
+  moved = mremap(moved, size, 2 * size, MREMAP_MAYMOVE);
+  if (moved == MAP_FAILED) return 1;
+  fill(moved + size, size, 8);
+  print("mremap-grown", moved, 2 * size);
+  munmap(moved, 2 * size);
+
+  /* Served to its end. */
   unsigned char* again = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (again == MAP_FAILED) return 1;
   fill(again, size, 6);

@@ -1,6 +1,7 @@
 #include "heap_blocks.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -24,7 +25,13 @@ std::size_t glibc_usable_size(void* pointer) {
 }  // namespace
 
 HeapBlocks& HeapBlocks::instance() {
-  static HeapBlocks* blocks = new HeapBlocks();
+  static HeapBlocks* blocks = [] {
+    auto* made = new HeapBlocks();
+    // A fork while another thread holds the table must not leave the child's copy locked for good.
+    pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                   [] { instance().mutex_.unlock(); });
+    return made;
+  }();
   return *blocks;
 }
 
