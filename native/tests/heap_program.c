@@ -2,7 +2,9 @@
  * without `autopager exec heap=...`: each step prints a checksum of the bytes it reads, which must be the
  * same both ways.
  *   heap_program steps MIB    every step below on blocks of MIB MiB
- *   heap_program big MIB      one block of MIB MiB, random updates over it, then its checksum */
+ *   heap_program big MIB      one block of MIB MiB, random updates over it, then its checksum
+ *   heap_program fill-disk MIB DIR   a block of MIB MiB, then a file in DIR written until its file system is
+ *                                    full, then the block written throughout, then its checksum */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -106,11 +108,29 @@ static int big(size_t size) {
   return 0;
 }
 
+static int fill_disk(size_t size, const char* directory) {
+  unsigned char* block = malloc(size);
+  if (block == NULL) return 1;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/filler", directory);
+  FILE* filler = fopen(path, "w");
+  if (filler == NULL) return 1;
+  static char chunk[1 << 16];
+  while (fwrite(chunk, 1, sizeof chunk, filler) == sizeof chunk && fflush(filler) == 0) {
+  }
+  fclose(filler);
+  fill(block, size, 9);
+  print("fill-disk", block, size);
+  free(block);
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: heap_program steps|big MIB\n");
+  if (argc < 3) {
+    fprintf(stderr, "usage: heap_program steps|big|fill-disk MIB [DIR]\n");
     return 2;
   }
   size_t size = strtoull(argv[2], NULL, 10) << 20;
+  if (strcmp(argv[1], "fill-disk") == 0) return argc == 4 ? fill_disk(size, argv[3]) : 2;
   return strcmp(argv[1], "big") == 0 ? big(size) : steps(size);
 }
