@@ -4,7 +4,10 @@
 (``libautopager_preload.so``, README "Transparent mode") in ``LD_PRELOAD`` and the paging parameters in the
 ``UMAP_*`` environment. KEY is a paging parameter as the tuner names it (``page_size=1MiB buffer_size=2GiB
 fillers=2``), ``min_size`` (files smaller than this are left to the kernel), ``paths`` (``fnmatch`` patterns
-separated by ``:``; only matching files are served), ``print_stats=1``, or a ``UMAP_*`` variable given as is.
+separated by ``:``; only matching files are served), ``heap=DIR`` (large anonymous private mappings, malloc's
+big blocks and numpy's arrays, served by the pager from unlinked scratch files in DIR; ``heap=on``: in
+``$TMPDIR``, else /tmp), ``heap_min`` (smaller anonymous mappings are left to the kernel; default 32MiB),
+``print_stats=1``, or a ``UMAP_*`` variable given as is.
 ``profile=NAME`` starts from a saved profile's searched parameters (a buffer size its study did not search is
 the user's, as in ``autopager run``); the other keys override it.
 
@@ -23,7 +26,9 @@ from autopager.params import PARAMETERS, parse_size, to_environment
 LIBRARY = "libautopager_preload.so"
 PACKAGE = Path(__file__).resolve().parent
 # exec's own keys -> the variable the preload reads
-SETTINGS = {"min_size": "UMAP_PRELOAD_MIN_SIZE", "paths": "UMAP_PRELOAD_PATHS", "print_stats": "UMAP_PRINT_STATS"}
+SETTINGS = {"min_size": "UMAP_PRELOAD_MIN_SIZE", "paths": "UMAP_PRELOAD_PATHS", "print_stats": "UMAP_PRINT_STATS",
+            "heap": "UMAP_PRELOAD_HEAP", "heap_min": "UMAP_PRELOAD_HEAP_MIN"}
+SIZES = ("min_size", "heap_min")  # settings given as sizes (4MiB), passed as bytes
 USAGE = "usage: autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]"
 
 
@@ -48,9 +53,19 @@ def with_preload(env: Mapping[str, str]) -> dict[str, str]:
     return result
 
 
-def transparent_argv(argv: Sequence[str]) -> list[str]:
-    """A command line that runs `argv` through the preload, keeping the environment it is given."""
-    return ["env", f"LD_PRELOAD={with_preload(os.environ)['LD_PRELOAD']}", *argv]
+def transparent_argv(argv: Sequence[str], heap: str | None = None) -> list[str]:
+    """`argv` run with the preload library first in LD_PRELOAD (and its heap in `heap`, as ``heap=``)."""
+    variables = [f"{SETTINGS['heap']}={heap_directory(heap)}"] if heap else []
+    return ["env", f"LD_PRELOAD={with_preload(os.environ)['LD_PRELOAD']}", *variables, *argv]
+
+
+def heap_directory(value: str) -> str:
+    """The directory of the heap's scratch files that ``heap=VALUE`` names, checked."""
+    directory = Path(os.environ.get("TMPDIR") or "/tmp") if value == "on" else Path(value).expanduser()
+    if not value or not directory.is_dir() or not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(f"exec: heap={value!r} must be a writable directory for the heap's scratch files (or on: "
+                          f"$TMPDIR, else /tmp)")
+    return str(directory.resolve())
 
 
 def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -77,11 +92,15 @@ def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
             profile_dir = value
         elif key in PARAMETERS:
             params[key] = value
-        elif key == "min_size":
+        elif key in SIZES:
             try:
                 variables[SETTINGS[key]] = str(parse_size(value))
             except ValueError as error:
-                raise ConfigError(f"exec: min_size: {error}") from None
+                raise ConfigError(f"exec: {key}: {error}") from None
+            if key == "heap_min" and int(variables[SETTINGS[key]]) == 0:
+                raise ConfigError("exec: heap_min must be at least one byte, not 0")
+        elif key == "heap":
+            variables[SETTINGS[key]] = heap_directory(value)
         elif key in SETTINGS:
             variables[SETTINGS[key]] = value
         elif key.startswith("UMAP_"):

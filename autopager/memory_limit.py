@@ -70,10 +70,12 @@ def current_memory_cgroup() -> tuple[int, Path]:
 
 
 class MemoryLimit:
-    """A child memory cgroup limited to ``limit_bytes``, removed when the ``with`` block ends."""
+    """A child memory cgroup limited to ``limit_bytes``, removed when the ``with`` block ends; with ``swap``
+    its processes may swap beyond the limit (the kernel's baseline for a heap larger than memory)."""
 
-    def __init__(self, limit_bytes: int, name: str | None = None) -> None:
+    def __init__(self, limit_bytes: int, name: str | None = None, swap: bool = False) -> None:
         self.limit_bytes = int(limit_bytes)
+        self.swap = swap
         self.version, parent = current_memory_cgroup()
         self.path = parent / (name or f"autopager-{os.getpid()}")
 
@@ -86,12 +88,12 @@ class MemoryLimit:
                 (self.path / "memory.limit_in_bytes").write_text(str(self.limit_bytes))
                 swap = self.path / "memory.memsw.limit_in_bytes"  # memory and swap: no swapping beyond the limit
                 if swap.exists():
-                    swap.write_text(str(self.limit_bytes))
+                    swap.write_text("-1" if self.swap else str(self.limit_bytes))
             else:
                 (self.path / "memory.max").write_text(str(self.limit_bytes))
                 swap = self.path / "memory.swap.max"
                 if swap.exists():
-                    swap.write_text("0")
+                    swap.write_text("max" if self.swap else "0")
         except OSError as error:
             raise MemoryLimitError(f"cannot create the memory cgroup {self.path}: {error}; run as root "
                                    f"or in a cgroup delegated to this user") from None

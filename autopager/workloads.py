@@ -83,6 +83,7 @@ class Workload:
     mmap_command: str | None = None   # the same program on the kernel's mmap (our workloads: --mmap)
     private_memory: int = 0           # bytes the program needs besides its paged data (its own arrays)
     transparent: bool = False         # run through `autopager exec`'s preload: the program's own mmap()s on the pager
+    heap: str | None = None           # with transparent: exec's heap= (its large anonymous mappings on the pager too)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], data_dir: str) -> "Workload":
@@ -111,7 +112,8 @@ class Workload:
                        time_process=bool(config.get("time_process", False)),
                        data_dir=Path(str(data_dir)).expanduser(), mmap_command=config.get("mmap_command") and str(config["mmap_command"]),
                        private_memory=private_memory,
-                       transparent=bool(config.get("transparent", False)))
+                       transparent=bool(config.get("transparent", False)) or bool(config.get("heap")),
+                       heap=config.get("heap") and str(config["heap"]))
         for template in (workload.command, workload.prepare, workload.data_files, workload.mmap_command):
             if template:
                 workload._fill_words(template, check_only=True)
@@ -122,7 +124,7 @@ class Workload:
         if not self.mmap_command:
             raise ConfigError(f"workload {self.name} has no kernel-mmap mode: give the command that runs it on the "
                               f"kernel's mmap as workload.mmap_command=\"...\"")
-        return dataclasses.replace(self, command=self.mmap_command, transparent=False)
+        return dataclasses.replace(self, command=self.mmap_command, transparent=False, heap=None)
 
     @property
     def knobs(self) -> dict[str, Any]:
@@ -152,7 +154,7 @@ class Workload:
         words = self._fill_words(self.command)
         if self.transparent:
             from autopager.exec import transparent_argv
-            return transparent_argv(words)
+            return transparent_argv(words, self.heap)
         return words
 
     def prepare_argv(self) -> list[str] | None:
@@ -168,8 +170,10 @@ class Workload:
         """Fail early, with the fix, if the program cannot be started."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.transparent:
-            from autopager.exec import preload_library
+            from autopager.exec import heap_directory, preload_library
             preload_library()
+            if self.heap:
+                heap_directory(self.heap)
         for argv in (self._fill_words(self.command), self.prepare_argv()):
             if argv is None:
                 continue

@@ -15,9 +15,13 @@
 #include <cstring>
 #include <string>
 
+#include <unistd.h>
+
+#include "heap_blocks.hpp"
 #include "kernel.hpp"
 #include "served.hpp"
 
+using autopager::preload::HeapBlocks;
 using autopager::preload::kernel;
 using autopager::preload::ServedMappings;
 
@@ -93,7 +97,8 @@ __attribute__((visibility("default"))) void* mmap(void* address, size_t length, 
   Inside guard;
   if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED && !table().before_fixed(address, length))
     return MAP_FAILED;
-  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) return kernel().mmap(address, length, prot, flags, fd, offset);
+  if ((flags & MAP_ANONYMOUS) != 0) return table().mmap_anonymous(address, length, prot, flags);
+  if (fd < 0) return kernel().mmap(address, length, prot, flags, fd, offset);
   return table().mmap(address, length, prot, flags, fd, offset);
 }
 
@@ -141,6 +146,76 @@ __attribute__((visibility("default"))) void* mremap(void* address, size_t old_le
     if ((flags & MREMAP_FIXED) != 0 && !table().before_fixed(new_address, new_length)) return MAP_FAILED;
   }
   return kernel().mremap(address, old_length, new_length, flags, new_address);
+}
+
+// malloc and the rest (heap_blocks.hpp): glibc's, but for the large blocks of a heap that is on.
+__attribute__((visibility("default"))) void* malloc(size_t size) {
+  if (inside) return __libc_malloc(size);
+  Inside guard;
+  return HeapBlocks::instance().allocate(size, 16, false);
+}
+
+__attribute__((visibility("default"))) void* calloc(size_t count, size_t size) {
+  if (inside) return __libc_calloc(count, size);
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  Inside guard;
+  return HeapBlocks::instance().allocate(bytes, 16, true);
+}
+
+__attribute__((visibility("default"))) void* realloc(void* pointer, size_t size) {
+  if (inside) return __libc_realloc(pointer, size);
+  Inside guard;
+  return HeapBlocks::instance().reallocate(pointer, size);
+}
+
+__attribute__((visibility("default"))) void* reallocarray(void* pointer, size_t count, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(pointer, bytes);
+}
+
+__attribute__((visibility("default"))) void free(void* pointer) {
+  if (pointer == nullptr) return;
+  if (inside) return __libc_free(pointer);
+  Inside guard;
+  HeapBlocks::instance().release(pointer);
+}
+
+__attribute__((visibility("default"))) void* memalign(size_t alignment, size_t size) {
+  if (inside) return __libc_memalign(alignment, size);
+  Inside guard;
+  return HeapBlocks::instance().allocate(size, alignment, false);
+}
+
+__attribute__((visibility("default"))) void* aligned_alloc(size_t alignment, size_t size) {
+  return memalign(alignment, size);
+}
+
+__attribute__((visibility("default"))) int posix_memalign(void** result, size_t alignment, size_t size) {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* pointer = memalign(alignment, size);
+  if (pointer == nullptr) return ENOMEM;
+  *result = pointer;
+  return 0;
+}
+
+__attribute__((visibility("default"))) void* valloc(size_t size) { return memalign(sysconf(_SC_PAGESIZE), size); }
+
+__attribute__((visibility("default"))) void* pvalloc(size_t size) {
+  const size_t page = sysconf(_SC_PAGESIZE);
+  return memalign(page, (size + page - 1) / page * page);
+}
+
+__attribute__((visibility("default"))) size_t malloc_usable_size(void* pointer) {
+  Inside guard;
+  return HeapBlocks::instance().usable_size(pointer);
 }
 
 __attribute__((visibility("default"))) ssize_t write(int fd, const void* data, size_t n) {

@@ -90,6 +90,21 @@ Pager* ServedMappings::pager_locked() {
   }
 }
 
+bool ServedMappings::settings_locked() {
+  if (disabled_) return false;
+  if (!settings_read_) {
+    settings_read_ = true;
+    try {
+      settings_ = Settings::from_environment();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "autopager preload: %s; every mapping is left to the kernel\n", e.what());
+      disabled_ = true;
+      return false;
+    }
+  }
+  return true;
+}
+
 void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
   auto kernel_mmap = [&] { return kernel().mmap(address, length, prot, flags, fd, offset); };
   const int type = flags & MAP_TYPE;
@@ -110,17 +125,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
                                       : static_cast<std::uint64_t>(file.st_size));
 
   std::lock_guard<std::mutex> lock(mutex_);
-  if (disabled_) return kernel_mmap();
-  if (!settings_read_) {
-    settings_read_ = true;
-    try {
-      settings_ = Settings::from_environment();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "autopager preload: %s; every mapping is left to the kernel\n", e.what());
-      disabled_ = true;
-      return kernel_mmap();
-    }
-  }
+  if (!settings_locked()) return kernel_mmap();
   if (static_cast<std::uint64_t>(file.st_size) < settings_.min_size) return kernel_mmap();
   const FileId id{file.st_dev, file.st_ino};
   if (kernel_files_.count(id) != 0) return kernel_mmap();
@@ -195,9 +200,10 @@ std::vector<ServedMappings::Served*> ServedMappings::overlapping_locked(const ch
 bool ServedMappings::map_over_with_kernel(const Served& served) const {
   void* at;
   if (served.private_writes) {
-    // The file mapped privately elsewhere, the pages written copied into it, then moved over the
+    // The file (a heap mapping: zeros) mapped privately elsewhere, the pages written copied into it, then moved over the
     // range at once: no thread sees the file's bytes where it wrote its own.
-    void* copy = kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE, served.fd, served.offset);
+    void* copy = served.fd < 0 ? kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                               : kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE, served.fd, served.offset);
     if (copy == MAP_FAILED) return false;
     for (const auto& [begin, end] : served.private_writes->written_ranges()) {
       const std::uint64_t stop = std::min<std::uint64_t>(end, served.span);
@@ -220,7 +226,7 @@ bool ServedMappings::map_over_with_kernel(const Served& served) const {
 }
 
 void ServedMappings::forget_locked(const Served& served) {
-  close(served.fd);
+  if (served.fd >= 0) close(served.fd);
   if (served.writes_file()) writable_count_.fetch_sub(1);
   count_.fetch_sub(1);
   served_.erase(reinterpret_cast<std::uintptr_t>(served.base));
@@ -245,7 +251,7 @@ bool ServedMappings::hand_over_locked(Served& served, const char* why) {
       return false;
     }
   }
-  kernel_files_.insert({served.device, served.inode});
+  if (served.fd >= 0) kernel_files_.insert({served.device, served.inode});
   ++handed_over_;
   forget_locked(served);
   return true;
@@ -448,7 +454,7 @@ void ServedMappings::after_fork_in_child() {
     if (!map_over_with_kernel(served))
       std::fprintf(stderr, "autopager preload: in a forked child, mapping %s with the kernel failed: %s\n",
                    served.path.c_str(), std::strerror(errno));
-    close(served.fd);
+    if (served.fd >= 0) close(served.fd);
   }
   served_.clear();
   count_.store(0);
@@ -470,6 +476,7 @@ void ServedMappings::print_summary() const {
                "the kernel\n",
                static_cast<unsigned long long>(served_total_), served_.size(),
                static_cast<unsigned long long>(served_direct_), static_cast<unsigned long long>(handed_over_));
+  print_heap_summary_locked();
 }
 
 }  // namespace autopager::preload

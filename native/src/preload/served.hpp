@@ -31,6 +31,12 @@ class ServedMappings {
   static ServedMappings& instance();
 
   void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset);
+  // An anonymous mapping (heap.cpp): a large private one is served from a scratch file when the heap
+  // is on (UMAP_PRELOAD_HEAP), every other goes to the kernel.
+  void* mmap_anonymous(void* address, size_t length, int prot, int flags);
+  // The size from which malloc's blocks and anonymous mappings are served (UMAP_PRELOAD_HEAP_MIN), or
+  // the largest size when the heap is off; the settings are read at the first call.
+  std::uint64_t heap_threshold();
   int munmap(void* address, size_t length);
   int msync(void* address, size_t length, int flags);
   int mprotect(void* address, size_t length, int prot);
@@ -75,14 +81,15 @@ class ServedMappings {
     std::size_t length;   // as the program asked
     std::size_t span;     // length in whole system pages: what the program sees
     std::size_t mapped;   // length in whole pager pages: the pager's region
-    int fd;               // the preload's own descriptor of the file
+    int fd;               // the preload's own descriptor of the file; -1 for a heap mapping (no file)
     dev_t device;
     ino_t inode;
     off_t offset;
     int prot;
     bool shared;
     std::string path;
-    // A MAP_PRIVATE writable mapping's store: the file, and the pages written, in a scratch file.
+    // A MAP_PRIVATE writable mapping's store: the file (zeros for a heap mapping), and the pages
+    // written, in a scratch file.
     std::shared_ptr<python::CopyOnWriteStore> private_writes;
     bool writes_file() const;
   };
@@ -92,6 +99,11 @@ class ServedMappings {
   // address is not page-aligned: the kernel refuses it).
   bool may_concern_served(void* address, size_t length, char*& begin, char*& end) const;
   Pager* pager_locked();
+  // Reads the settings at the first call; false (everything left to the kernel) when they are bad.
+  bool settings_locked();
+  // Whether the heap's directory has room for `span` more bytes besides every heap mapping served.
+  bool heap_has_room_locked(std::size_t span);
+  void print_heap_summary_locked() const;
   std::vector<Served*> overlapping_locked(const char* begin, const char* end);
   bool map_over_with_kernel(const Served& served) const;
   // Gives a served mapping to the kernel. False, with errno, when the pager could not write its pages
@@ -120,6 +132,9 @@ class ServedMappings {
   std::uint64_t served_total_ = 0;
   std::uint64_t served_direct_ = 0;  // of them, with a store that reads and writes its file with O_DIRECT
   std::uint64_t handed_over_ = 0;
+  std::uint64_t heap_served_ = 0;    // anonymous mappings served
+  std::uint64_t heap_refused_ = 0;   // of those wanted, left to the kernel: no room in the heap's directory
+  std::atomic<std::uint64_t> heap_threshold_{0};  // 0 until the settings are read
 };
 
 }  // namespace autopager::preload
