@@ -69,9 +69,14 @@ class Verdict:
     replace_profile: bool
 
 
+def round_ratios(goal: Goal, winner: list[float], defaults: list[float]) -> list[float]:
+    """The speedup of each round: the winner's k-th run over the defaults' k-th."""
+    return [goal.speedup(w, d) for w, d in zip(winner, defaults)]
+
+
 def confirmed_speedup(goal: Goal, winner: list[float], defaults: list[float]) -> tuple[float, tuple[float, float]]:
     """The winner's median over the defaults' as a speedup, and the spread of the ratios of the k-th runs (rounds)."""
-    ratios = [goal.speedup(w, d) for w, d in zip(winner, defaults)]
+    ratios = round_ratios(goal, winner, defaults)
     return goal.speedup(statistics.median(winner), statistics.median(defaults)), (min(ratios), max(ratios))
 
 
