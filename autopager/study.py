@@ -52,7 +52,7 @@ from autopager.confirmation import Confirmation, Verdict, round_ratios
 from autopager.errors import ConfigError, StudyError
 from autopager.in_flight import InFlight, InFlightRecord
 from autopager.kernel_mmap import mmap_runner
-from autopager.launchers import TrialResult, make_launcher
+from autopager.launchers import TrialResult, check_launcher, make_launcher
 from autopager.measuring import (NOISE_BAND, Proposal, add_runs, defaults_runs, mean_and_sem, measured_defaults,
                                  relative_noise, run_seconds, runs_of, trial_row)
 from autopager.machine import this_machine
@@ -117,6 +117,7 @@ class Study:
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
         check_settings(config.strategy)
+        check_launcher(config.launcher)
         self.strategy_name = config.strategy.name
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
