@@ -73,6 +73,7 @@ from autopager.workloads import Workload
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
 MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
+READ_AMPLIFICATION = 4.0  # a trial reading this many times its data through the pager gets the summary's warning
 
 
 @contextlib.contextmanager
@@ -659,6 +660,7 @@ class Study:
                       f"+-{100 * self.noise():.1f}% a run, assumed (noise.assumed): the defaults ran {of_runs.replace('1 run', 'once')}"))
         if verdict is not None:
             lines += self.confirmed_lines(verdict)
+        lines += self.read_amplification(best)
         answered = f", {reused} answered from an earlier trial" if reused else ""
         lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
@@ -675,6 +677,21 @@ class Study:
         self.progress.table(top, list(self.space.dimensions))
         self.write_summary(FINISHED)
         return summary
+
+    def read_amplification(self, best: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """A line when the trials read many times the workload's data (its data_files) through the pager, from the
+        pager statistics the table records: pages too large, or a buffer too small, for the access pattern."""
+        data = sum(path.stat().st_size for path in self.workload.data_paths() if path.is_file())
+        read = [(row, row["bytes_read"] / data) for row in self.ok_rows() if row["kind"] in MEASURED
+                and data and row.get("bytes_read")]
+        many = [(row, ratio) for row, ratio in read if ratio >= READ_AMPLIFICATION]
+        if not many:
+            return []
+        best_ratio = next((ratio for row, ratio in read if row is best), None)
+        of_best = (f"; the best trial {best['trial']} read {best_ratio:.1f}x" if best_ratio is not None else "")
+        return [("read amplification", f"{len(many)} of {len(read)} trials read {READ_AMPLIFICATION:g}x or more of "
+                                       f"the {format_size(data)} of data (up to {max(r for _, r in many):.1f}x"
+                                       f"{of_best}): pages too large or buffer too small for random access")]
 
     def write_summary(self, state: str = RUNNING) -> None:
         """summary.json beside the table (autopager.studyview), rewritten after every trial."""
