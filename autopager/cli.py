@@ -194,7 +194,8 @@ def plan_run(config: DictConfig, choices: Mapping[str, str] | None = None) -> Ru
         raise ConfigError(f"run.other_data must be one of {', '.join(OTHER_DATA)}, not {other_data!r}")
     defaults = Space({}, config.baseline).defaults
     try:
-        profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser())
+        profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser(),
+                               workload.knobs)
     except ProfileNotFound:
         if config.profile:
             raise

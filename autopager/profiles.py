@@ -215,8 +215,10 @@ def profiles_named(name: str, directory: Path) -> list[Path]:
     return [path] if path.is_file() else []
 
 
-def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> Profile:
-    """The profile named by a file path, by ``<workload>/<data>@<machine>``, or by a workload name."""
+def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None,
+                 knobs: Mapping[str, Any] | None = None) -> Profile:
+    """The profile named by a file path, by ``<workload>/<data>@<machine>``, or by a workload name (its profiles:
+    the newest found on this machine, of those found with ``knobs`` if any was)."""
     directory = Path(directory) if directory else default_profile_dir()
     name = os.fspath(name_or_path)
     if isinstance(name_or_path, os.PathLike) or looks_like_path(name):
@@ -230,7 +232,8 @@ def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None)
                               f"a workload's profile is made by `autopager tune workload=NAME`)")
     profiles = [read_profile(path) for path in paths]
     here = machine_key(this_machine())
-    return max(profiles, key=lambda p: (p.machine_key == here, p.date))
+    return max(profiles, key=lambda p: (p.machine_key == here, knobs is not None and all(
+        p.found_for.get(knob) == value for knob, value in knobs.items()), p.date))
 
 
 def load_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> dict[str, Any]:

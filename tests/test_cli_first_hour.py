@@ -104,6 +104,11 @@ def test_a_study_at_another_buffer_neither_confirms_nor_replaces_a_profile(two_b
     profiles = sorted(path.name for path in (home / "profiles" / "synthetic").iterdir())
     assert len(profiles) == 2 and profiles[0].startswith("size=1,threads=1,buffer=1MiB@"), profiles
     assert profiles[1].startswith("size=1,threads=1,buffer=64MiB@")
+    # `run` at a buffer takes the profile made at that buffer, the newer one at another buffer aside
+    for buffer in ("1MiB", "64MiB"):
+        code, out, err = autopager("run", *QUICK, f"workload.buffer_size={buffer}")
+        assert code == 0 and f"with profile synthetic/size=1,threads=1,buffer={buffer}@" in out, out + err
+        assert "warning" not in err, err
 
 
 def test_profile_list_has_a_header_and_the_buffer_and_export_has_formats(two_buffers):
