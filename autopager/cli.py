@@ -172,9 +172,10 @@ def profile_mismatch(profile: Profile, workload: Workload, buffer_size: int | No
     if profile.workload != workload.name:
         return f"profile {profile.name} was found for workload {profile.workload}, not {workload.name}"
     found = profile.found_for
-    if any(found.get(knob) != value for knob, value in workload.knobs.items()):
-        shown = ", ".join(f"{knob}={found.get(knob)}" for knob in workload.knobs)
-        here = ", ".join(f"{knob}={value}" for knob, value in workload.knobs.items())
+    sizes = {knob: value for knob, value in workload.knobs.items() if knob != "buffer"}  # the buffer: below
+    if any(found.get(knob) != value for knob, value in sizes.items()):
+        shown = ", ".join(f"{knob}={found.get(knob)}" for knob in sizes)
+        here = ", ".join(f"{knob}={value}" for knob, value in sizes.items())
         return f"profile {profile.name} was found with {shown}; this run has {here}"
     found_buffer = profile.params.get("buffer_size")
     if "buffer_size" not in profile.searched and None not in (found_buffer, buffer_size) and found_buffer != buffer_size:
