@@ -120,7 +120,7 @@ def help_text() -> str:
     sections += ["  " + line for line in (config_dir() / "space" / "default.yaml").read_text().splitlines()
                  if not line.startswith("#")]
     sections += ["", "settings: budget.trials, budget.minutes, runner.repeats, runner.timeout, runner.page_cache,",
-                 "  study.name, study.root, profile_dir, data_dir, seed, run.rounds, run.other_data",
+                 "  study.name, study.root, study.output, profile_dir, data_dir, seed, run.rounds, run.other_data",
                  "  (`autopager tune workload=NAME --cfg job` shows them all)",
                  f"configuration: {config_dir()}", "", EXAMPLES]
     return "\n".join(sections)

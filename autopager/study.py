@@ -656,8 +656,8 @@ class Study:
                           if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
         measured_noise = relative_noise(defaults_runs(self.table.rows))
         lines.append(("noise", f"+-{100 * self.noise():.1f}% a run (the spread of the defaults' {runs} runs)"
-                      if measured_noise is not None else
-                      f"+-{100 * self.noise():.1f}% a run, assumed (noise.assumed): the defaults ran {of_runs.replace('1 run', 'once')}"))
+                      if measured_noise is not None else f"+-{100 * self.noise():.1f}% a run, assumed (noise.assumed): "
+                      f"{'the defaults ran once' if runs == 1 else 'no run of the defaults measured it'}"))
         if verdict is not None:
             lines += self.confirmed_lines(verdict)
         lines += self.read_amplification(best)
