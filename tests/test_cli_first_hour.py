@@ -8,11 +8,12 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, autopager_process
+from conftest import REPO, TEST_WORKLOADS, autopager_process
 
 QUICK = ["workload=synthetic", "workload.size=1", "runner.page_cache=keep"]
 PYPROJECT_VERSION = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
@@ -164,3 +165,31 @@ def test_studies_status_and_summary_json(tuner_home):
     assert code == 0 and json.loads(out)["confirmed"] == summary["confirmed"], out + err
     code, out, err = autopager("status", "nope")
     assert code == 2 and "no study 'nope'" in err
+
+
+def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
+    gate = tuner_home / "gate"
+    command = f"workload.command='{sys.executable} {TEST_WORKLOADS / 'gated.py'} {gate}'"
+    tuner = autopager_process("tune", "workload=command", "workload.name=gated", command, "strategy=random",
+                              "budget.trials=1", "confirm.rounds=0", "runner.page_cache=keep", "study.name=watched")
+    watcher = None
+    try:
+        summary = tuner_home / "outputs" / "gated" / "watched" / "summary.json"
+        while not summary.is_file():  # the defaults' run recorded; the search trial waits at the gate
+            assert tuner.poll() is None, tuner.communicate()
+            time.sleep(0.1)
+        watcher = subprocess.Popen([sys.executable, "-m", "autopager.cli", "status", "gated/watched", "--watch", "0.2"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = watcher.stdout.readline()
+        assert first.startswith("study:") and first.rstrip().endswith("(running)"), first
+        gate.touch()
+        out, err = watcher.communicate(timeout=300)
+        assert watcher.returncode == 0, err
+        assert out.rstrip().splitlines()[-5].endswith("(finished)"), out
+        assert "trials:      1/1 searched" in out.split("(finished)")[-1], out
+    finally:
+        gate.touch()
+        tuner.communicate(timeout=300)
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+    assert tuner.returncode == 0
