@@ -15,8 +15,23 @@ autopager.cli, ...) import without it.
 """
 from __future__ import annotations
 
-from importlib import import_module
+import re
+from importlib import import_module, metadata
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+
+def _version() -> str:
+    """The installed distribution's version; in a source tree not installed, pyproject.toml's."""
+    try:
+        return metadata.version("autopager")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        found = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.is_file() else None
+        return found.group(1) if found else "unknown"
+
+
+__version__ = _version()
 
 _LAZY = {
     "memmap": "autopager.pager",
@@ -25,7 +40,7 @@ _LAZY = {
     "default_pager": "autopager.pager",
     "PagedArray": "autopager.array",
 }
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, "__version__"])
 
 if TYPE_CHECKING:
     from autopager.array import PagedArray

@@ -1,9 +1,12 @@
 """A study read back from its directory, for its analysis: the report (``autopager report``), the notebook
 (notebooks/study_analysis.ipynb) and the evaluation (experiments/evaluation/).
 
-``load_study(DIR)`` reads ``trials.csv`` and ``config.yaml`` of any study, finished or not. The trials are the
-rows of kinds ``default``, ``search`` and ``reused``; a row of kind ``mmap`` is the kernel-mmap baseline
-(``baseline.mmap=true``), never a trial. Each row keeps its runs (``repeats``: the values of its runs, ``;``
+``load_study(DIR)`` reads ``trials.csv`` and ``config.yaml`` of any study, finished or not. The trials ranked
+(``best``, ``ok``) are the rows the search measured, of kinds ``default`` and ``search``, by their recorded
+figure (``reused`` rows repeat one of them); a row of kind ``confirm`` is one confirmation run, whose outcome is
+``confirmed`` (the tuner's own verdict, autopager.confirmation.outcome); a row of kind ``mmap`` is the
+kernel-mmap baseline (``baseline.mmap=true``), never a trial. The defaults' figure is the median of the runs of
+the ``default`` rows (autopager.measuring.defaults_runs), as the tuner's progress and summary give it. Each row keeps its runs (``repeats``: the values of its runs, ``;``
 separated), from which the spread of a trial with several runs is taken. Parameter importance comes from Ax's own
 sensitivity analysis (Sobol indices of its model) when the study saved Ax's state (``ax_client.json``), else from
 the trials table alone (the share of the variance of log(metric) explained by each parameter's value).
@@ -11,6 +14,7 @@ the trials table alone (the share of the variance of log(metric) explained by ea
 from __future__ import annotations
 
 import logging
+import statistics
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +28,12 @@ from autopager.confirmation import outcome, recorded_candidates
 from autopager.errors import ConfigError
 from autopager.goal import Goal
 from autopager.kernel_mmap import MMAP
-from autopager.measuring import measured_defaults
+from autopager.measuring import defaults_runs, measured_defaults
 from autopager.memory_limit import pager_memory
 from autopager.params import PARAMETERS
 from autopager.progress import speedup
 from autopager.strategies.ax import LOW_SHARE, MODEL, STATE
-from autopager.study import CONFIG, TABLE
+from autopager.study import CONFIG, MEASURED, TABLE
 from autopager.table import DamagedRow, parse_row
 from autopager.workloads import Workload
 
@@ -37,6 +41,7 @@ from autopager.workloads import Workload
 # Between two trials the tuner only writes its table (milliseconds): a longer gap with no trial asked for or
 # running is a study stopped and resumed later.
 STOPPED_SECONDS = 60.0
+MEASURED_KINDS = tuple(kind.value for kind in MEASURED)  # the rows the search measured
 
 
 @dataclass
@@ -72,11 +77,31 @@ class StudyResult:
         """The parameters the trials varied."""
         return [name for name in PARAMETERS if self.trials[name].nunique(dropna=True) > 1]
 
+    @property
+    def measured(self) -> pd.DataFrame:
+        """The trials the search measured (the defaults' and the strategy's), without reused or confirmation rows."""
+        return self.trials[self.trials.kind.isin(MEASURED_KINDS)]
+
+    @property
+    def searched_rows(self) -> pd.DataFrame:
+        """The rows of the search, the reused ones included: what happened before the confirmation."""
+        return self.trials[self.trials.kind.isin((*MEASURED_KINDS, "reused"))]
+
     def ok(self) -> pd.DataFrame:
-        return self.trials[self.trials.status == "ok"]
+        return self.measured[self.measured.status == "ok"]
 
     def failed(self) -> int:
-        return int((self.trials.status != "ok").sum())
+        """The rows that failed (crashed, timed out, a wrong answer); a capped run is no failure."""
+        return int((self.trials.status == "failed").sum())
+
+    def capped(self) -> int:
+        """The rows stopped at runner.cap x the incumbent's time: worse than the incumbent, not failed."""
+        return int((self.trials.status == "capped").sum())
+
+    @staticmethod
+    def params_of(row: pd.Series) -> dict[str, int]:
+        """A row's parameters (those it records)."""
+        return {name: int(row[name]) for name in PARAMETERS if name in row.index and pd.notna(row[name])}
 
     def better(self, a: float, b: float) -> bool:
         return a < b if self.goal == "minimize" else a > b
@@ -92,19 +117,17 @@ class StudyResult:
 
     def best_params(self) -> dict[str, int] | None:
         best = self.best()
-        if best is None:
-            return None
-        return {name: int(best[name]) for name in PARAMETERS if pd.notna(best[name])}
+        return None if best is None else self.params_of(best)
 
     def default_params(self) -> dict[str, int]:
         """The parameters of the defaults' first run, as its row gives them (a table written before a parameter
         existed has no column for it)."""
-        first = self.trials[self.trials.kind == "default"].iloc[0]
-        return {name: int(first[name]) for name in PARAMETERS if name in first.index and pd.notna(first[name])}
+        return self.params_of(self.trials[self.trials.kind == "default"].iloc[0])
 
     def default_value(self) -> float:
-        """The value of the defaults' first run (NaN if it has none)."""
-        return self.trials[self.trials.kind == "default"].value.iloc[0]
+        """The defaults' figure: the median of the runs of the defaults' trials (NaN if none succeeded)."""
+        values = defaults_runs(self.records())
+        return statistics.median(values) if values else float("nan")
 
     def default_rows(self) -> pd.DataFrame:
         """The defaults' trials that start the study and succeeded (for a fixed-parameter study: those parameters)."""
@@ -112,7 +135,7 @@ class StudyResult:
 
     def default_values(self) -> list[float]:
         """The values of the runs of ``default_rows``."""
-        return [value for _, row in self.default_rows().iterrows() for value in runs(row)]
+        return defaults_runs(self.records())
 
     def records(self) -> list[dict[str, Any]]:
         """The trials as the tuner reads them (autopager.table.parse_row: kinds and statuses, None for an empty
@@ -189,15 +212,16 @@ class StudyResult:
     def best_so_far(self) -> pd.DataFrame:
         """One row a trial: its end (elapsed seconds), its value, the spread of its runs (low, high: the least
         and greatest run; equal to the value for a single run), the number of runs and the best value up to it."""
-        ok = self.trials.status == "ok"
-        values = self.trials.value.where(ok)
+        rows = self.searched_rows
+        ok = rows.status == "ok"
+        values = rows.value.where(ok)
         best = values.cummin() if self.goal == "minimize" else values.cummax()
-        spread = [runs(row) if good else [] for good, (_, row) in zip(ok, self.trials.iterrows())]
-        return pd.DataFrame({"trial": self.trials.trial, "elapsed": self.elapsed(), "value": values,
+        spread = [runs(row) if good else [] for good, (_, row) in zip(ok, rows.iterrows())]
+        return pd.DataFrame({"trial": rows.trial, "elapsed": self.elapsed().loc[rows.index], "value": values,
                              "low": [min(r) if r else np.nan for r in spread],
                              "high": [max(r) if r else np.nan for r in spread],
                              "runs": [len(r) for r in spread], "best": best,
-                             "proposed_by": self.trials.proposed_by}, index=self.trials.index)
+                             "proposed_by": rows.proposed_by}, index=rows.index)
 
     def time_to_best(self) -> float | None:
         """Elapsed seconds until the best trial had finished."""

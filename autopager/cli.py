@@ -7,6 +7,7 @@ a failed study or run exits with 1. A subcommand is a function of its arguments 
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import sys
@@ -16,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from omegaconf import DictConfig
 
+from autopager import __version__
 from autopager.errors import ConfigError, StudyError
 from autopager.exec import exec_command
 from autopager.hydra_app import compose, exit_status, run_application
@@ -32,11 +34,17 @@ __all__ = ["COMMANDS", "compose", "main"]
 
 USAGE = """\
 usage: autopager tune workload=NAME [KEY=VALUE ...]     find the best paging parameters, save them as a profile
+       autopager tune -q | -v workload=NAME ...           quiet (only the summary) or verbose (each run too)
        autopager tune -m workload=sort,bfs [KEY=A,B ...]  several studies (Hydra's multirun and launchers)
        autopager run workload=NAME [profile=NAME] [run.rounds=N] [KEY=VALUE ...]
                                                      run a workload with its profile, next to the defaults
-       autopager profile list | show NAME | export NAME | delete NAME [profile_dir=DIR]
+       autopager profile list | show NAME | export NAME [--format env|json|slurm|systemd] | delete NAME
+                                                     [profile_dir=DIR]
+       autopager studies [study.root=DIR]                the studies, one line each
+       autopager status STUDY [--json] [--watch [S]]     a study's state and outcome (its summary.json)
        autopager report STUDY_DIR [--out DIR]           a study's analysis: Markdown and PNG plots
+       autopager export-optuna STUDY --storage URL       mirror a study into an Optuna storage
+       autopager dashboard STUDY [--port P]              optuna-dashboard on the study (pip install 'autopager[dashboard]')
        autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]
                                                      run a program with its file mappings on the pager
        autopager tune --help | --cfg job | --info         Hydra's flags, for tune and run alike
@@ -62,8 +70,16 @@ usage: autopager {command} [Hydra flags] workload=NAME [KEY=VALUE ...]
 == Configuration groups (group=option) ==
 $APP_CONFIG_GROUPS
 
-== Flags (Hydra's) ==
-$FLAGS_HELP
+== Flags ==
+-q, -v : quiet (only the summary) or verbose (each trial's runs too): study.output=quiet|verbose (tune)
+--help,-h : this help
+--hydra-help : Hydra's help
+--version : autopager's version
+--cfg,-c job|hydra|all : show the configuration instead of running (--resolve: with interpolations resolved)
+--package,-p : the configuration package to show
+--multirun,-m : several jobs, one a combination of the values given as A,B
+--info,-i all|config|defaults|defaults-tree|plugins|searchpath : Hydra's information
+--config-path,-cp / --config-name,-cn / --config-dir,-cd : another configuration directory or file
 With -m, a setting given as A,B (or Hydra's choice(), range()) makes one job a value; hydra/launcher=NAME runs
 the jobs elsewhere (pip install hydra-submitit-launcher: hydra/launcher=submitit_slurm, a SLURM job array).
 
@@ -104,7 +120,7 @@ def help_text() -> str:
     sections += ["  " + line for line in (config_dir() / "space" / "default.yaml").read_text().splitlines()
                  if not line.startswith("#")]
     sections += ["", "settings: budget.trials, budget.minutes, runner.repeats, runner.timeout, runner.page_cache,",
-                 "  study.name, study.root, profile_dir, data_dir, seed, run.rounds, run.other_data",
+                 "  study.name, study.root, study.output, profile_dir, data_dir, seed, run.rounds, run.other_data",
                  "  (`autopager tune workload=NAME --cfg job` shows them all)",
                  f"configuration: {config_dir()}", "", EXAMPLES]
     return "\n".join(sections)
@@ -123,8 +139,16 @@ def tune_job(config: DictConfig, choices: Mapping[str, str]) -> int:
     return 0
 
 
+OUTPUT_FLAGS = {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
+
+
 def tune(argv: Sequence[str]) -> int:
-    return run_application("tune", argv, tune_job, make_study, HYDRA_HELP.format(command="tune", what=TUNE_WHAT))
+    outputs = {OUTPUT_FLAGS[arg] for arg in argv if arg in OUTPUT_FLAGS}
+    if len(outputs) > 1:
+        raise ConfigError("give -q (quiet) or -v (verbose), not both")
+    overrides = [arg for arg in argv if arg not in OUTPUT_FLAGS] + [f"study.output={output}" for output in outputs]
+    return run_application("tune", overrides, tune_job, make_study,
+                           HYDRA_HELP.format(command="tune", what=TUNE_WHAT))
 
 
 # --- run ----------------------------------------------------------------------------------------------------
@@ -148,9 +172,10 @@ def profile_mismatch(profile: Profile, workload: Workload, buffer_size: int | No
     if profile.workload != workload.name:
         return f"profile {profile.name} was found for workload {profile.workload}, not {workload.name}"
     found = profile.found_for
-    if any(found.get(knob) != value for knob, value in workload.knobs.items()):
-        shown = ", ".join(f"{knob}={found.get(knob)}" for knob in workload.knobs)
-        here = ", ".join(f"{knob}={value}" for knob, value in workload.knobs.items())
+    sizes = {knob: value for knob, value in workload.knobs.items() if knob != "buffer"}  # the buffer: below
+    if any(found.get(knob) != value for knob, value in sizes.items()):
+        shown = ", ".join(f"{knob}={found.get(knob)}" for knob in sizes)
+        here = ", ".join(f"{knob}={value}" for knob, value in sizes.items())
         return f"profile {profile.name} was found with {shown}; this run has {here}"
     found_buffer = profile.params.get("buffer_size")
     if "buffer_size" not in profile.searched and None not in (found_buffer, buffer_size) and found_buffer != buffer_size:
@@ -170,7 +195,8 @@ def plan_run(config: DictConfig, choices: Mapping[str, str] | None = None) -> Ru
         raise ConfigError(f"run.other_data must be one of {', '.join(OTHER_DATA)}, not {other_data!r}")
     defaults = Space({}, config.baseline).defaults
     try:
-        profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser())
+        profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser(),
+                               workload.knobs)
     except ProfileNotFound:
         if config.profile:
             raise
@@ -255,27 +281,72 @@ def profile_command(args: Sequence[str]) -> int:
         profiles, broken = scan_profiles(directory)
         if not profiles and not broken:
             print(f"no profiles in {directory}")
+            return 0
+        print(f"{'profile':56} {'buffer':>8}  {'value':18} {'speedup':9} {'confirmed':9}  date")
         for profile in profiles:
             data = profile.data
             gain = data.get("speedup_over_default")
-            print(f"{profile.name:48} {format_value(data.get('value'), data.get('metric', ''))}"
-                  f"{f'  {gain}x the defaults' if gain else ''}  {profile.date}")
+            buffer = profile.params.get("buffer_size")
+            print(f"{profile.name:56} {show('buffer_size', buffer) if buffer else '-':>8}  "
+                  f"{format_value(data.get('value'), data.get('metric', '')):18} "
+                  f"{f'{gain}x' if gain else '-':9} {'yes' if data.get('confirmed') else 'no':9}  {profile.date}")
         for path, reason in broken:
-            print(f"{path.parent.name}/{path.stem:42} BROKEN: {reason}")
+            print(f"{path.parent.name}/{path.stem:50} BROKEN: {reason}")
         return 0
     if len(words) == 2 and words[0] == "delete":
         print(f"deleted {delete_profile(words[1], directory)}")
         return 0
-    if len(words) == 2 and words[0] in ("show", "export"):
+    if len(words) == 2 and words[0] == "show":
         profile = find_profile(words[1], directory)
-        if words[0] == "show":
-            print(f"# {profile.path}\n{profile.to_yaml()}", end="")
-        else:
-            for name, value in to_environment(profile.tuned_params).items():
-                print(f"export {name}={value}")
+        print(f"# {profile.path}\n{profile.to_yaml()}", end="")
         return 0
-    raise ConfigError("profile: expected `profile list`, `profile show NAME`, `profile export NAME` "
-                      "or `profile delete NAME`")
+    export = export_format(words)
+    if export is not None:
+        name, format_ = export
+        print(exported(find_profile(name, directory), format_), end="")
+        return 0
+    raise ConfigError("profile: expected `profile list`, `profile show NAME`, `profile export NAME "
+                      f"[--format {'|'.join(EXPORT_FORMATS)}]` or `profile delete NAME`")
+
+
+EXPORT_FORMATS = ("env", "json", "slurm", "systemd")
+
+
+def export_format(words: list[str]) -> tuple[str, str] | None:
+    """(NAME, format) of `profile export NAME [--format F | --format=F]`, or None if the words are not that."""
+    if len(words) < 2 or words[0] != "export":
+        return None
+    rest, format_ = list(words[1:]), "env"
+    for i, word in enumerate(rest):
+        if word.startswith("--format="):
+            format_ = word.split("=", 1)[1]
+            del rest[i]
+            break
+        if word == "--format" and i + 1 < len(rest):
+            format_ = rest[i + 1]
+            del rest[i:i + 2]
+            break
+    if len(rest) != 1:
+        return None
+    if format_ not in EXPORT_FORMATS:
+        raise ConfigError(f"profile export: --format must be one of {', '.join(EXPORT_FORMATS)}, not {format_!r}")
+    return rest[0], format_
+
+
+def exported(profile: Profile, format_: str) -> str:
+    """A profile's tuned parameters as the pager's environment: shell exports, JSON, SLURM or a systemd drop-in."""
+    environment = to_environment(profile.tuned_params)
+    if format_ == "json":
+        return json.dumps({"profile": profile.name, "workload": profile.workload, "params": profile.tuned_params,
+                           "environment": environment}, indent=1) + "\n"
+    if format_ == "slurm":
+        pairs = ",".join(f"{name}={value}" for name, value in environment.items())
+        return (f"# profile {profile.name}: in a batch script, or sbatch/srun --export=ALL,...\n"
+                f"#SBATCH --export=ALL{',' + pairs if pairs else ''}\n")
+    if format_ == "systemd":
+        return (f"# profile {profile.name}: a drop-in, e.g. /etc/systemd/system/NAME.service.d/autopager.conf\n"
+                "[Service]\n" + "".join(f'Environment="{name}={value}"\n' for name, value in environment.items()))
+    return "".join(f"export {name}={value}\n" for name, value in environment.items())
 
 
 def report(argv: Sequence[str]) -> int:
@@ -284,25 +355,63 @@ def report(argv: Sequence[str]) -> int:
     return report_main(argv)
 
 
-COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"tune": tune, "run": run, "profile": profile_command,
-                                                        "report": report, "exec": exec_command}
+def studies(argv: Sequence[str]) -> int:
+    from autopager.studyview import studies_command
+
+    return studies_command(argv)
+
+
+def status(argv: Sequence[str]) -> int:
+    from autopager.studyview import status_command
+
+    return status_command(argv)
+
+
+def export_optuna(argv: Sequence[str]) -> int:
+    from autopager.optuna_mirror import export_command  # pandas and Optuna, only needed here
+
+    return export_command(argv)
+
+
+def dashboard(argv: Sequence[str]) -> int:
+    from autopager.optuna_mirror import dashboard_command
+
+    return dashboard_command(argv)
+
+
+COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "tune": tune, "run": run, "profile": profile_command, "report": report, "exec": exec_command,
+    "studies": studies, "status": status, "export-optuna": export_optuna, "dashboard": dashboard}
 
 
 def version_text() -> str:
-    """The native pager's version and how its fillers read: a build without io_uring is slower."""
+    """autopager's version, the native pager's and how its fillers read: a build without io_uring is slower."""
     try:
         from autopager import _native
     except ImportError as error:
-        return f"autopager: the native module is not built ({error})"
+        return f"autopager {__version__} (the native module is not built: {error})"
     slow = "" if _native.read_path() == "io_uring" else " (slower: rebuild with liburing installed)"
-    return f"autopager {_native.version()}, reads: {_native.read_path()}{slow}"
+    return f"autopager {__version__} (native {_native.version()}), reads: {_native.read_path()}{slow}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["--version"]:
+    """The command; output cut short by a closed pipe (`autopager run --help | head`) ends it quietly."""
+    try:
+        return command(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
+        return 141  # as a shell reports a command ended by SIGPIPE
+
+
+def command(args: list[str]) -> int:
+    if args[:1] == ["--version"] or (args[:1] in (["tune"], ["run"]) and "--version" in args[1:]):
         print(version_text())
         return 0
+    if args[:1] in (["tune"], ["run"]) and ({"--shell-completion", "-sc"} & set(args[1:])):
+        print(f"autopager: error: shell completion is not supported (Hydra's does not complete a subcommand, "
+              f"`autopager {args[0]}`)", file=sys.stderr)
+        return 2
     if not args or args[0] in ("-h", "--help", "help") or (args[0] == "profile" and {"-h", "--help"} & set(args)):
         print(help_text())
         return 0

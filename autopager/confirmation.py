@@ -21,7 +21,7 @@ from autopager.goal import Goal
 from autopager.in_flight import InFlight
 from autopager.measuring import NOISE_BAND, Proposal, relative_noise, runs_of
 from autopager.machine import this_machine
-from autopager.profiles import ProfileError, profile_path, read_profile
+from autopager.profiles import ProfileError, at_other_buffers, profile_path, read_profile
 from autopager.space import Params
 from autopager.strategies.base import key
 from autopager.table import PROFILE, Kind, Status, row_params
@@ -69,9 +69,14 @@ class Verdict:
     replace_profile: bool
 
 
+def round_ratios(goal: Goal, winner: list[float], defaults: list[float]) -> list[float]:
+    """The speedup of each round: the winner's k-th run over the defaults' k-th."""
+    return [goal.speedup(w, d) for w, d in zip(winner, defaults)]
+
+
 def confirmed_speedup(goal: Goal, winner: list[float], defaults: list[float]) -> tuple[float, tuple[float, float]]:
     """The winner's median over the defaults' as a speedup, and the spread of the ratios of the k-th runs (rounds)."""
-    ratios = [goal.speedup(w, d) for w, d in zip(winner, defaults)]
+    ratios = round_ratios(goal, winner, defaults)
     return goal.speedup(statistics.median(winner), statistics.median(defaults)), (min(ratios), max(ratios))
 
 
@@ -138,6 +143,7 @@ class Confirmation:
             return None
         path = self.profile_path()
         if not path.is_file():
+            self.other_buffers()
             return None
         try:
             profile = read_profile(path)
@@ -148,6 +154,15 @@ class Confirmation:
         if profile.data.get("metric") != self.study.workload.metric:
             return None
         return {**self.study.space.complete({}), **params}
+
+    def other_buffers(self) -> None:
+        """Say that the workload's profiles made at another buffer are left be: this study saves its own."""
+        workload = self.study.workload
+        for profile in at_other_buffers(Path(self.study.config.profile_dir).expanduser(), workload.name,
+                                        workload.knobs):
+            self.study.progress.print(
+                f"profile {profile.name} was made at a {profile.found_for.get('buffer') or 'default'} buffer: this "
+                f"study's buffer ({workload.knobs['buffer'] or 'the default'}) neither confirms nor replaces it")
 
     def profile_path(self) -> Path:
         return profile_path(Path(self.study.config.profile_dir).expanduser(), self.study.workload.name,

@@ -89,6 +89,14 @@ def runs_of(row: Mapping[str, Any]) -> list[float]:
     return parse_runs(row.get("repeats"))
 
 
+def defaults_runs(rows: Iterable[Mapping[str, Any]]) -> list[float]:
+    """The runs of the defaults' trials that succeeded (the first and those that measure the noise): the study's
+    one figure for the defaults during the search is their median (the progress lines, the summary, the report);
+    the confirmed speedup compares the defaults' confirmation runs instead."""
+    return [value for row in rows if row["kind"] is Kind.DEFAULT and row["status"] is Status.OK
+            for value in runs_of(row)]
+
+
 def run_seconds(row: Mapping[str, Any]) -> float:
     """Wall seconds of one run of a trial."""
     return (row["wall_seconds"] or 0.0) / max(1, len(runs_of(row)))

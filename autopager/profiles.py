@@ -3,7 +3,8 @@
 A profile lives at ``<profile_dir>/<workload>/<data>@<machine>.yaml``, for example
 ``~/.config/autopager/profiles/bfs/size=16,threads=2@2cpu-23GiB.yaml``:
 
-- ``<data>`` names the workload's size knobs (``size=16,threads=2``; ``default`` when it has none),
+- ``<data>`` names the workload's size knobs and its buffer (``size=16,threads=2,buffer=2GiB``; ``default`` when
+  it has none): a study at another buffer neither confirms nor replaces a profile made at this one,
 - ``<machine>`` names the hardware it was found on (hardware threads and memory in GiB),
 
 so tuning again on other data or another machine keeps both profiles. A profile is named either by a path
@@ -147,8 +148,12 @@ class Profile:
 
     @property
     def found_for(self) -> dict[str, Any]:
-        """The workload's size knobs the profile was found with."""
-        return dict((self.data.get("found_on") or {}).get("workload") or {})
+        """The workload's size knobs the profile was found with, its buffer included (a profile written before the
+        buffer was part of them: the buffer of its parameters)."""
+        found = dict((self.data.get("found_on") or {}).get("workload") or {})
+        if "buffer" not in found and self.params.get("buffer_size"):
+            found["buffer"] = format_size(self.params["buffer_size"])
+        return found
 
     @property
     def machine_key(self) -> str | None:
@@ -210,8 +215,10 @@ def profiles_named(name: str, directory: Path) -> list[Path]:
     return [path] if path.is_file() else []
 
 
-def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> Profile:
-    """The profile named by a file path, by ``<workload>/<data>@<machine>``, or by a workload name."""
+def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None,
+                 knobs: Mapping[str, Any] | None = None) -> Profile:
+    """The profile named by a file path, by ``<workload>/<data>@<machine>``, or by a workload name (its profiles:
+    the newest found on this machine, of those found with ``knobs`` if any was)."""
     directory = Path(directory) if directory else default_profile_dir()
     name = os.fspath(name_or_path)
     if isinstance(name_or_path, os.PathLike) or looks_like_path(name):
@@ -225,7 +232,8 @@ def find_profile(name_or_path: str | os.PathLike, directory: Path | None = None)
                               f"a workload's profile is made by `autopager tune workload=NAME`)")
     profiles = [read_profile(path) for path in paths]
     here = machine_key(this_machine())
-    return max(profiles, key=lambda p: (p.machine_key == here, p.date))
+    return max(profiles, key=lambda p: (p.machine_key == here, knobs is not None and all(
+        p.found_for.get(knob) == value for knob, value in knobs.items()), p.date))
 
 
 def load_profile(name_or_path: str | os.PathLike, directory: Path | None = None) -> dict[str, Any]:
@@ -258,6 +266,14 @@ def delete_profile(name_or_path: str, directory: Path | None = None) -> Path:
 
 def profile_path(directory: Path, workload: str, knobs: Mapping[str, Any], machine: Mapping[str, Any]) -> Path:
     return Path(directory) / workload / f"{data_key(knobs)}@{machine_key(machine)}{SUFFIX}"
+
+
+def at_other_buffers(directory: Path, workload: str, knobs: Mapping[str, Any]) -> list[Profile]:
+    """The workload's profiles found with these knobs but another buffer (what a study at this buffer leaves be)."""
+    others = {knob: value for knob, value in knobs.items() if knob != "buffer"}
+    return [profile for profile in list_profiles(directory)
+            if profile.workload == workload and profile.found_for.get("buffer") != knobs.get("buffer")
+            and all(profile.found_for.get(knob) == value for knob, value in others.items())]
 
 
 def is_better(value: float, than: float, goal: str) -> bool:

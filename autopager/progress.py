@@ -3,6 +3,10 @@
 On a terminal the trial in flight has a line of its own with its elapsed time, ticking every second, replaced by
 its result line when it ends. Off a terminal (a SLURM log, nohup) a trial's start is a line of its own too, so a
 long trial and a hung one can be told apart in the log.
+
+``study.output`` (``-q``/``-v`` on the command line) sets how much: ``quiet`` prints only the summary, ``normal`` a
+line a trial, ``verbose`` also each trial's runs and where it ran. A trial's figure with several runs is their
+median, and its line says so.
 """
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from autopager.params import format_size
 from autopager.space import show, show_params
+from autopager.table import parse_runs
+
+OUTPUTS = ("quiet", "normal", "verbose")
 
 
 def format_value(value: float | None, metric: str) -> str:
@@ -45,15 +52,23 @@ def duration(seconds: float) -> str:
 
 
 class Progress:
-    def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO | None = None):
+    def __init__(self, metric: str, goal: str, searched: Iterable[str], out: TextIO | None = None,
+                 output: str = "normal"):
         self.metric = metric
         self.goal = goal
         self.searched = list(searched)
         self.out = out or sys.stdout
+        self.quiet, self.verbose = output == "quiet", output == "verbose"
         self.started = time.monotonic()
         self._ticking: tuple[threading.Thread, threading.Event] | None = None
 
     def print(self, text: str = "") -> None:
+        """A line of progress (none when quiet)."""
+        if not self.quiet:
+            self.show(text)
+
+    def show(self, text: str = "") -> None:
+        """A line of the study's outcome, printed whatever study.output is."""
         print(text, file=self.out, flush=True)
 
     def elapsed(self) -> float:
@@ -79,6 +94,8 @@ class Progress:
         """The trial in flight: on a terminal a line that shows its elapsed time, else a line in the log."""
         shown = show_params({name: params[name] for name in self.searched if name in params}) or "defaults"
         line = f"{counter(trial, planned)} running  {shown}"
+        if self.quiet:
+            return
         if not self.out.isatty():
             self.print(line)
             return
@@ -105,11 +122,14 @@ class Progress:
             stop.set()
             thread.join()
             self._ticking = None
+        if self.quiet:
+            return
         if self.out.isatty():
             self.out.write("\r\033[K")  # erase the running line
         count = counter(row["trial"], planned)
+        runs = parse_runs(row.get("repeats"))
         if row["status"] == "ok":
-            outcome = format_value(row["value"], self.metric)
+            outcome = format_value(row["value"], self.metric) + (f" (median of {len(runs)})" if len(runs) > 1 else "")
         else:
             outcome = f"FAILED ({row['error']})"
         gain = f" ({speedup(best, default, self.goal):.2f}x the defaults)" if None not in (best, default) else ""
@@ -120,17 +140,22 @@ class Progress:
         if row["kind"] == "reused":
             shown += f"  (measured in trial {row['reused_from']}: not run again)"
         self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
+        if self.verbose and runs:
+            where = f" on {row['node']}" if row.get("node") else ""
+            self.print(f"      runs: {'; '.join(f'{value:.4g}' for value in runs)} {self.metric}, "
+                       f"{row.get('wall_seconds') or 0:.2f} s of wall time{where}")
 
     def summary(self, lines: Iterable[tuple[str, str]]) -> None:
-        self.print()
+        self.show()
         for label, text in lines:
-            self.print(f"{label + ':':<26}{text}")
+            self.show(f"{label + ':':<26}{text}")
 
     def table(self, rows: list[Mapping[str, Any]], names: list[str]) -> None:
         """The best trials, one a line, best first."""
+        self.show("\nbest trials:")
         header = ["trial", self.metric] + names
         cells = [[str(row["trial"]), f"{row['value']:.4g}"] + [show(name, row[name]) for name in names]
                  for row in rows]
         widths = [max(len(column[i]) for column in [header] + cells) for i in range(len(header))]
         for line in [header] + cells:
-            self.print("  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
+            self.show("  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)))

@@ -17,9 +17,9 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, ax_importance, load_study, runs, trial_importance
 from autopager.errors import ConfigError
-from autopager.params import format_size
+from autopager.params import format_size, parse_size
 from autopager.progress import format_value
-from autopager.space import show
+from autopager.space import show, show_params
 
 CONVERGENCE, IMPORTANCE, MMAP_PLOT, REPORT = "convergence.png", "importance.png", "mmap.png", "report.md"
 
@@ -131,17 +131,38 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 
 def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:
-    ok = study.ok()
-    ok = ok[ok.kind != "reused"].sort_values("value", ascending=study.goal == "minimize").head(count)
+    """The best trials the search measured, by their recorded figure (confirmation runs are no trials)."""
+    ok = study.ok().sort_values("value", ascending=study.goal == "minimize").head(count)
     return pd.DataFrame([{"trial": int(row.trial), study.metric: row.value, "runs": len(runs(row)),
-                          **{name: show(name, int(row[name])) for name in study.searched}} for _, row in ok.iterrows()])
+                          **{name: show(name, int(row[name])) if pd.notna(row[name]) else "-"
+                             for name in study.searched}} for _, row in ok.iterrows()])
 
 
 def summary(study: StudyResult) -> str:
     workload = study.workload
-    return (f"workload {workload['name']} (size {workload.get('size')}, buffer {workload.get('buffer_size')}), "
-            f"strategy {study.strategy}, {len(study.trials)} trials, {study.failed()} failed; "
-            f"metric {study.metric} ({direction(study)} is better)")
+    kinds = study.trials.kind
+    buffer = workload.get("buffer_size")
+    confirming = int((kinds == "confirm").sum())
+    return (f"workload {workload['name']} (size {workload.get('size')}, buffer "
+            f"{format_size(parse_size(buffer)) if buffer else 'the default'}), strategy {study.strategy}, "
+            f"{len(study.searched_rows)} trials ({int((kinds == 'default').sum())} of the defaults)"
+            f"{f' and {confirming} confirmation runs' if confirming else ''}, {study.failed()} failed, "
+            f"{study.capped()} capped; metric {study.metric} ({direction(study)} is better)")
+
+
+def confirmation_lines(study: StudyResult) -> list[str]:
+    """The tuner's confirmation as the summary and the profile give it (StudyResult.confirmed)."""
+    confirmed = study.confirmed()
+    if confirmed is None:
+        reason = study.unconfirmed()
+        return [f"The study is {reason}." if reason else "The study ran no confirmation (confirm.rounds=0).", ""]
+    values = confirmed["values"]
+    return [f"The confirmed winner: trial {confirmed['trial']}, {format_value(confirmed['value'], study.metric)} "
+            f"(median of {len(values)} confirmation runs, {min(values):.4g}-{max(values):.4g}), "
+            f"{confirmed['speedup']:.2f}x the defaults' confirmation runs (per round "
+            f"{confirmed['low']:.2f}-{confirmed['high']:.2f}x): {show_params(confirmed['params'])}. This is the "
+            f"study's result, the profile's; the trials below are ranked by their figures during the search, "
+            f"which chose the candidates and flatter them.", ""]
 
 
 def write_report(directory: Path, out: Path | None = None) -> Path:
@@ -157,9 +178,11 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
     if best is None:
         lines += ["No trial succeeded.", ""]
     else:
+        lines += confirmation_lines(study)
         if defaults:
             reference = study.default_value()
-            lines += [f"The defaults: {format_value(reference, study.metric)}; the best trial ({int(best.trial)}): "
+            lines += [f"The defaults: {format_value(reference, study.metric)} (the median of their {len(defaults)} "
+                      f"runs during the search); the best trial ({int(best.trial)}): "
                       f"{format_value(best.value, study.metric)}, {study.speedup(best.value, reference):.2f}x the "
                       f"defaults.", ""]
         lines += [markdown_table(best_trials(study)), ""]

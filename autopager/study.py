@@ -48,16 +48,16 @@ from typing import Any, Iterator, Mapping
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from autopager.confirmation import Confirmation, Verdict
+from autopager.confirmation import Confirmation, Verdict, round_ratios
 from autopager.errors import ConfigError, StudyError
 from autopager.in_flight import InFlight, InFlightRecord
 from autopager.kernel_mmap import mmap_runner
-from autopager.launchers import TrialResult, make_launcher
-from autopager.measuring import (NOISE_BAND, Proposal, add_runs, mean_and_sem, measured_defaults, relative_noise,
-                                 run_seconds, runs_of, trial_row)
+from autopager.launchers import TrialResult, check_launcher, make_launcher
+from autopager.measuring import (NOISE_BAND, Proposal, add_runs, defaults_runs, mean_and_sem, measured_defaults,
+                                 relative_noise, run_seconds, runs_of, trial_row)
 from autopager.machine import this_machine
 from autopager.profiles import save_profile, write_profile
-from autopager.progress import Progress, defaults_pages, format_value
+from autopager.progress import OUTPUTS, Progress, defaults_pages, format_value
 from autopager.runner import RESULT, Measurement, Runner, stopped
 from autopager.settings import StudySettings
 from autopager.params import format_size
@@ -65,6 +65,7 @@ from autopager.space import MMAP as MMAP_SETTING, Params, Space, show_params
 from autopager.strategies import check_settings, make_strategy
 from autopager.strategies.base import Key, Strategy, key
 from autopager.studylock import StudyLock
+from autopager.studyview import FINISHED, RUNNING, write_summary
 from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
 from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
@@ -72,6 +73,7 @@ from autopager.workloads import Workload
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
 MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
+READ_AMPLIFICATION = 4.0  # a trial reading this many times its data through the pager gets the summary's warning
 
 
 @contextlib.contextmanager
@@ -116,6 +118,7 @@ class Study:
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
         check_settings(config.strategy)
+        check_launcher(config.launcher)
         self.strategy_name = config.strategy.name
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
@@ -126,7 +129,10 @@ class Study:
         self.workload.check()
         self.lock = StudyLock(self.directory)
         self.table: StudyTable  # read under the lock when the study begins
-        self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions)
+        output = config.study.get("output", "normal")
+        if output not in OUTPUTS:
+            raise ConfigError(f"study.output must be one of {', '.join(OUTPUTS)} (-q, -v), not {output!r}")
+        self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions, output=output)
 
     def _check_resumable(self) -> None:
         saved = self.directory / CONFIG
@@ -269,8 +275,7 @@ class Study:
 
     def noise(self) -> float:
         """Relative run-to-run noise: the spread of the defaults' runs, else noise.assumed."""
-        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
-        measured = relative_noise(runs)
+        measured = relative_noise(defaults_runs(self.table.rows))
         return measured if measured is not None else self.settings.noise.assumed
 
     def within_noise(self, row: Mapping[str, Any]) -> bool:
@@ -354,6 +359,7 @@ class Study:
         resumed = len(self.table.rows)
         self.searched_before = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
         self.told_trials: set[int] = set()  # the rows the strategy has been told of
+        self.limit: int | None = None  # the search's budget of trials, once the strategy is known
         self.followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
         state = f"resuming after {resumed} trials" if resumed else "new"
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
@@ -454,7 +460,7 @@ class Study:
         ``alongside``: the defaults' first trial, in flight (``default`` is None): the free workers run the strategy's
         trials until it ends, without a cap (none is known yet; ``finished`` caps them later); its row is returned."""
         strategy.expect(None if alongside is None else self.space.defaults_as_run())
-        limit = self.trial_limit(strategy.planned_trials())
+        limit = self.limit = self.trial_limit(strategy.planned_trials())
         self.tell_recorded(strategy, default, limit)
         if default is not None:
             done = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
@@ -576,19 +582,23 @@ class Study:
         return Confirmation(self, default).run()
 
     def shown_limit(self, limit: int | None) -> int | None:
-        """The last trial number of the search: trial numbers count the defaults' runs (the first, if still in
-        flight) and the kernel-mmap row too."""
+        """The last trial number of the search, as planned from its start so that it does not grow: trial numbers
+        count the defaults' runs (those planned among ``limit`` search trials: one every noise.defaults_every, up
+        to noise.defaults_runs) and the kernel-mmap row too."""
         if limit is None:
             return None
-        return limit + (sum(row["kind"] in (Kind.DEFAULT, Kind.MMAP) for row in self.table.rows)
-                        + (self.measured_defaults() is None) - 1)
+        noise = self.settings.noise
+        planned = 1 + min(max(0, noise.defaults_runs - 1), max(0, limit - 1) // max(1, noise.defaults_every))
+        defaults = max(planned, sum(row["kind"] is Kind.DEFAULT for row in self.table.rows))
+        return limit + defaults + (self.mmap_runner is not None) - 1
 
     def report(self, row: Mapping[str, Any], limit: int | None) -> None:
         best = self.incumbent()
-        default = next((row for row in self.ok_rows(Kind.DEFAULT)), None)
+        runs = defaults_runs(self.table.rows)
         measured = self.measured_defaults()
-        self.progress.trial(row, self.shown_limit(limit), best and best["value"], default["value"] if default else None,
-                            measured and measured["trial"])
+        self.progress.trial(row, self.shown_limit(limit), best and best["value"],
+                            statistics.median(runs) if runs else None, measured and measured["trial"])
+        self.write_summary()
 
     # --- the end ---------------------------------------------------------------------------------------
 
@@ -620,12 +630,15 @@ class Study:
         reused = sum(row["kind"] is Kind.REUSED for row in rows)
         reference = self.defaults_value(default)
         gain = goal.speedup(best["value"], reference[0])
+        runs = len(defaults_runs(self.table.rows))
+        of_runs = f"median of {runs} runs" if runs > 1 else "1 run"
         lines = [("study", str(self.directory)),
                  ("best measured", f"{format_value(best['value'], metric)} (trial {best['trial']}, "
                                    f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
                  ("parameters", show_params(row_params(best))),
                  ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
                                            f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)}"
+                                           f"{'' if reference[1] else f', {of_runs} during the search'}"
                                            f"{defaults_pages(default)})")]
         modelled = strategy.modelled_best()
         if modelled is not None:
@@ -641,10 +654,13 @@ class Study:
             lines.append(("speedup over kernel mmap", f"{goal.speedup(best['value'], kernel['value']):.2f}x "
                                                       f"(kernel mmap: {format_value(kernel['value'], metric)})"
                           if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
-        lines.append(("noise", f"+-{100 * self.noise():.1f}% a run (the defaults' "
-                               f"{sum(len(runs_of(r)) for r in self.ok_rows(Kind.DEFAULT))} runs)"))
+        measured_noise = relative_noise(defaults_runs(self.table.rows))
+        lines.append(("noise", f"+-{100 * self.noise():.1f}% a run (the spread of the defaults' {runs} runs)"
+                      if measured_noise is not None else f"+-{100 * self.noise():.1f}% a run, assumed (noise.assumed): "
+                      f"{'the defaults ran once' if runs == 1 else 'no run of the defaults measured it'}"))
         if verdict is not None:
             lines += self.confirmed_lines(verdict)
+        lines += self.read_amplification(best)
         answered = f", {reused} answered from an earlier trial" if reused else ""
         lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
@@ -658,14 +674,33 @@ class Study:
         self.progress.summary(lines)
         run = [row for row in self.ok_rows() if row["kind"] in MEASURED]
         top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
-        self.progress.print("\nbest trials:")
         self.progress.table(top, list(self.space.dimensions))
+        self.write_summary(FINISHED)
         return summary
+
+    def read_amplification(self, best: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """A line when the trials read many times the workload's data (its data_files) through the pager, from the
+        pager statistics the table records: pages too large, or a buffer too small, for the access pattern."""
+        data = sum(path.stat().st_size for path in self.workload.data_paths() if path.is_file())
+        read = [(row, row["bytes_read"] / data) for row in self.ok_rows() if row["kind"] in MEASURED
+                and data and row.get("bytes_read")]
+        many = [(row, ratio) for row, ratio in read if ratio >= READ_AMPLIFICATION]
+        if not many:
+            return []
+        best_ratio = next((ratio for row, ratio in read if row is best), None)
+        of_best = (f"; the best trial {best['trial']} read {best_ratio:.1f}x" if best_ratio is not None else "")
+        return [("read amplification", f"{len(many)} of {len(read)} trials read {READ_AMPLIFICATION:g}x or more of "
+                                       f"the {format_size(data)} of data (up to {max(r for _, r in many):.1f}x"
+                                       f"{of_best}): pages too large or buffer too small for random access")]
+
+    def write_summary(self, state: str = RUNNING) -> None:
+        """summary.json beside the table (autopager.studyview), rewritten after every trial."""
+        write_summary(self.directory, state, self.limit)
 
     def defaults_value(self, default: Mapping[str, Any]) -> tuple[float, bool]:
         """The defaults' value (the median of their runs) and whether it is only a bound (their runs were capped
         at runner.defaults_timeout: then the wall time they ran is a lower bound of their time)."""
-        runs = [value for row in self.ok_rows(Kind.DEFAULT) for value in runs_of(row)]
+        runs = defaults_runs(self.table.rows)
         if runs:
             return statistics.median(runs), False
         return default["wall_seconds"], True
@@ -710,6 +745,12 @@ class Study:
                       confirmed=True)
         path = write_profile(record, directory)
         summary["profile"] = path
+        low, high = verdict.speedup_spread
+        if low <= 1:
+            ratios = round_ratios(self.workload.goal, winner.values, verdict.defaults.values)
+            slower = sum(ratio <= 1 for ratio in ratios)
+            return (f"saved, confirmed on the median only ({slower} of {len(ratios)} rounds no better "
+                    f"than the defaults: {low:.2f}-{high:.2f}x): {path}")
         return f"saved (confirmed): {path}"
 
     def profile_record(self, params: Params, value: float, default_value: float, gain: float) -> dict[str, Any]:

@@ -37,3 +37,18 @@ class StudyLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def is_locked(directory: Path) -> bool:
+    """Whether a tuner holds the study's lock now (its state is "running")."""
+    try:
+        fd = os.open(directory / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

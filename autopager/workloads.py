@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from autopager.errors import ConfigError
 from autopager.goal import Goal
-from autopager.params import parse_size
+from autopager.params import format_size, parse_size
 
 PACKAGE = Path(__file__).resolve().parent
 REPO = PACKAGE.parent
@@ -128,8 +128,10 @@ class Workload:
 
     @property
     def knobs(self) -> dict[str, Any]:
-        """The size knobs: what a profile's data part is named after."""
-        return {"size": self.size, "threads": self.threads}
+        """What a profile is for, beside the workload and the machine: its data part is named after these (the
+        buffer too: parameters tuned for one buffer are not those of another)."""
+        return {"size": self.size, "threads": self.threads,
+                "buffer": None if self.buffer_size is None else format_size(self.buffer_size)}
 
     def _fill_words(self, template: str, check_only: bool = False) -> list[str]:
         try:

@@ -5,6 +5,7 @@ a real Jupyter kernel) from a directory outside the checkout, with the package i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from nbclient import NotebookClient
 
 from conftest import REPO
 from test_kernel_mmap import cgroups_unavailable
+from test_study_figures import drifting_study
 
 NOTEBOOK = REPO / "notebooks" / "study_analysis.ipynb"
 MMAP = not cgroups_unavailable()
@@ -67,7 +69,9 @@ def test_notebook_shows_the_study_given_by_path(study, installed, monkeypatch):
     shown = "\n".join(texts)
     table = pd.read_csv(study / "trials.csv")
     trials = table[table.kind != "mmap"]
-    assert f"{study}: workload synthetic" in shown and f"strategy ax, {len(trials)} trials, 0 failed" in shown
+    assert f"{study}: workload synthetic" in shown and f"strategy ax, {len(trials)} trials (1 of the defaults), 0 failed, " \
+        "0 capped" in shown
+    assert "The study ran no confirmation (confirm.rounds=0)." in shown
     assert "Ax's model from trial" in shown
     assert "from Ax's sensitivity analysis" in shown and "evict_high_water" in shown
     best, defaults = trials.value.min(), trials.value.iloc[0]
@@ -122,3 +126,23 @@ def test_a_damaged_ax_state_is_reported_and_not_used(study, installed):
     text = (copy / "report" / "report.md").read_text()
     assert f"Ax's state {copy / 'ax_client.json'} cannot be read" in text
     assert "From the trials alone" in text and "Ax's sensitivity analysis of its model" not in text
+
+
+def test_notebook_names_the_confirmed_winner_and_ranks_trials_as_the_report(tuner_home, monkeypatch):
+    """A study whose runs drift (test_study_figures): a confirmation run better than any trial is no trial, and the
+    notebook names the confirmed winner with its ratio and per-round range, as the tuner's summary does."""
+    out, table = drifting_study(tuner_home)
+    directory = tuner_home / "outputs" / "drifting" / "drift"
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    parameters = next(cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", []))
+    parameters.source = f"study_dir = {str(directory)!r}"
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(tuner_home)}}).execute()
+    shown = "\n".join(output.get("text") or output.get("data", {}).get("text/plain", "")
+                      for cell in notebook.cells for output in cell.get("outputs", []))
+    trials = table[table.kind.isin(["default", "search"])]
+    best = trials.loc[trials.value.idxmin()]
+    speedup, low, high = re.search(r"confirmed speedup: +([0-9.]+)x \(per round ([0-9.]+)-([0-9.]+)x", out).groups()
+    assert f"(trial {best.trial}), {trials[trials.kind == 'default'].value.median() / best.value:.2f}x the defaults" \
+        in shown, shown
+    assert f"{speedup}x the defaults' confirmation runs (per round {low}-{high}x)" in shown, shown

@@ -1,6 +1,7 @@
 """Profiles: the file format, choosing among profiles, and the round trip tune -> profile -> export -> run."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -70,7 +71,9 @@ def test_tune_then_profile_list_show_export_and_run(tuner_home, capsys):
     capsys.readouterr()
     assert main(["profile", "list"]) == 0
     listed = capsys.readouterr().out
-    assert listed.startswith("synthetic/size=1,threads=1@") and "x the defaults" in listed
+    header, row = listed.splitlines()
+    assert header.split()[:2] == ["profile", "buffer"] and row.startswith("synthetic/size=1,threads=1,buffer=64MiB@")
+    assert re.search(r" 64MiB +[0-9.]+ seconds +[0-9.]+x ", row), row
 
     assert main(["profile", "show", "synthetic"]) == 0
     shown = yaml.safe_load(capsys.readouterr().out)
@@ -88,5 +91,5 @@ def test_tune_then_profile_list_show_export_and_run(tuner_home, capsys):
 
     assert main(["run", *common]) == 0
     out = capsys.readouterr().out
-    assert "with profile synthetic/size=1,threads=1@" in out and "page_size=256KiB" in out
+    assert "with profile synthetic/size=1,threads=1,buffer=64MiB@" in out and "page_size=256KiB" in out
     assert f"{shown['speedup_over_default']:.2f}x" in out

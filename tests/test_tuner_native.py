@@ -38,4 +38,4 @@ def test_bfs_prepares_its_data_once_and_runs_with_its_profile(tuner_home, capsys
     assert list(table.status) == ["ok"] * 4, table.error.tolist()
     capsys.readouterr()
     assert main(["run", *common]) == 0
-    assert "with profile bfs/size=10,threads=2@" in capsys.readouterr().out
+    assert "with profile bfs/size=10,threads=2,buffer=" in capsys.readouterr().out

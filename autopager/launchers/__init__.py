@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -17,12 +18,41 @@ LAUNCHERS = {
 }
 
 
+# name -> the module it needs and the extra that installs it
+NEEDS = {"ray": ("ray", "ray"), "slurm": ("submitit", "slurm")}
+
+
+def missing(name: str) -> str | None:
+    """Why launcher ``name`` cannot run here (what to install), or None."""
+    if name not in NEEDS:
+        return None
+    module, extra = NEEDS[name]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return None if found else (f"launcher={name} needs {module}, which is not installed: "
+                               f"pip install 'autopager[{extra}]'")
+
+
+def check_launcher(settings: Mapping[str, Any]) -> None:
+    """Refuse, before anything runs, a launcher that is unknown or whose module is not installed."""
+    name = LauncherSettings.from_config(settings).name
+    if name not in LAUNCHERS:
+        raise ConfigError(f"unknown launcher {name!r}; the launchers are: {', '.join(LAUNCHERS)}")
+    reason = missing(name)
+    if reason:
+        raise ConfigError(reason)
+
+
 def make_launcher(settings: Mapping[str, Any], directory: Path) -> Launcher:
     parsed = LauncherSettings.from_config(settings)
-    if parsed.name not in LAUNCHERS:
-        raise ConfigError(f"unknown launcher {parsed.name!r}; the launchers are: {', '.join(LAUNCHERS)}")
+    check_launcher(settings)
     module, cls = LAUNCHERS[parsed.name]
-    return getattr(importlib.import_module(module), cls)(parsed, directory)
+    try:
+        return getattr(importlib.import_module(module), cls)(parsed, directory)
+    except ImportError as error:
+        raise ConfigError(f"{missing(parsed.name) or f'launcher={parsed.name}'} ({error})") from None
 
 
-__all__ = ["LAUNCHERS", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "make_launcher"]
+__all__ = ["LAUNCHERS", "check_launcher", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "make_launcher"]

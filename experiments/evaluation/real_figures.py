@@ -43,8 +43,7 @@ def seconds_a_run(rows: pd.DataFrame) -> float | None:
 
 def search_row(study: StudyResult) -> dict[str, Any]:
     confirmed = study.confirmed()
-    capped = int((study.trials.status == "capped").sum())
-    row = {"trials": int((study.trials.kind == "search").sum()), "capped": capped, "failed": study.failed() - capped,
+    row = {"trials": int((study.trials.kind == "search").sum()), "capped": study.capped(), "failed": study.failed(),
            "defaults": " ".join(f"{name}={value}" for name, value in study.default_params().items())}
     if confirmed is None:
         return row | {"incomplete": study.unconfirmed() or "not confirmed"}
