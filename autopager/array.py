@@ -155,7 +155,10 @@ def plan_file_array(filename: Union[PathLike, Sequence[PathLike]], dtype: Any, m
     sizes = [_open_for_mode(path, mode) for path in paths]
     available = sum(sizes) - offset
     if shape is None:
-        if available < 0 or available % dtype.itemsize:
+        if available < 0:
+            raise ValueError(f"offset {offset} is past the end of {_describe(paths)} ({sum(sizes)} bytes); "
+                             f"pass an offset within it, or shape= with mode 'r+' to extend the file")
+        if available % dtype.itemsize:
             raise ValueError(f"the {available} bytes after offset {offset} of {_describe(paths)} are not a whole "
                              f"number of {dtype} items ({dtype.itemsize} bytes); pass shape= or another offset")
         shape = (available // dtype.itemsize,)

@@ -35,8 +35,8 @@ import yaml
 
 from autopager.errors import ConfigError
 from autopager.machine import this_machine
-from autopager.params import PARAMETERS, format_size, parse_size
-from autopager.space import HIGH, LOW, parse_value
+from autopager.params import PARAMETERS, check_params, format_size, parse_size
+from autopager.space import parse_value
 
 SIZE_PARAMETERS = ("page_size", "buffer_size")
 SUFFIX = ".yaml"
@@ -82,8 +82,10 @@ def parse_params(params: Mapping[str, Any], source: str) -> dict[str, Any]:
         parsed = {name: None if value is None else parse_value(name, value, "params") for name, value in params.items()}
     except ConfigError as error:
         raise ProfileError(f"{source}: {error}") from None
-    if None not in (parsed.get(LOW), parsed.get(HIGH)) and parsed[LOW] >= parsed[HIGH]:
-        raise ProfileError(f"{source}: params.{LOW} ({parsed[LOW]}) must be below params.{HIGH} ({parsed[HIGH]})")
+    try:
+        check_params(parsed)
+    except ValueError as error:
+        raise ProfileError(f"{source}: params.{error}") from None
     return parsed
 
 

@@ -154,6 +154,20 @@ PYBIND11_MODULE(_native, m) {
         "The page size a pager uses when none is given: the largest power of two not above buffer_bytes / 1024, "
         "within [system page, 1 MiB].");
   m.def("hardware_threads", &hardware_threads);
+  m.def("parameter_limits", [] {
+    py::list out;
+    for (const ParameterLimits& p : parameter_limits()) {
+      py::dict entry;
+      entry["name"] = p.name;
+      entry["env"] = p.env;
+      entry["min"] = p.min;
+      entry["max"] = p.max;
+      entry["unit"] = p.unit;
+      entry["zero_turns_off"] = p.zero_turns_off;
+      out.append(entry);
+    }
+    return out;
+  }, "Each parameter's limits as Config.validate checks them (autopager.params.PARAMETER_TABLE holds the same).");
   bind_config(m);
   bind_stores(m);
   bind_pager(m);
