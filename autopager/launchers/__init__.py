@@ -17,12 +17,18 @@ LAUNCHERS = {
 }
 
 
-def make_launcher(settings: Mapping[str, Any], directory: Path) -> Launcher:
+def launcher_settings(settings: Mapping[str, Any]) -> LauncherSettings:
+    """The ``launcher`` section checked (a ConfigError names a bad setting), before anything is written."""
     parsed = LauncherSettings.from_config(settings)
     if parsed.name not in LAUNCHERS:
         raise ConfigError(f"unknown launcher {parsed.name!r}; the launchers are: {', '.join(LAUNCHERS)}")
+    return parsed
+
+
+def make_launcher(settings: Mapping[str, Any], directory: Path) -> Launcher:
+    parsed = launcher_settings(settings)
     module, cls = LAUNCHERS[parsed.name]
     return getattr(importlib.import_module(module), cls)(parsed, directory)
 
 
-__all__ = ["LAUNCHERS", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "make_launcher"]
+__all__ = ["LAUNCHERS", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "launcher_settings", "make_launcher"]
