@@ -53,6 +53,7 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
           "tib": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 def parse_size(value: Any) -> int:
@@ -90,15 +91,15 @@ def check_value(name: str, value: Any) -> int:
         try:
             number = parse_size(value)
         except ValueError:
-            raise ValueError(f"{name}={_shown(value)!s}: not a size; allowed: {_allowed(parameter)}") from None
+            raise ValueError(f"{name}={_shown(value)}: not a size; allowed: {_allowed(parameter)}") from None
     else:
-        text = value.strip() if isinstance(value, str) else None
-        if text is not None and text.isdigit():
-            number = int(text)
-        elif isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            number = int(value)
-        else:
-            raise ValueError(f"{name}={_shown(value)!s}: not an integer; allowed: {_allowed(parameter)}")
+        try:
+            if isinstance(value, bool) or not (isinstance(value, numbers.Integral)
+                                               or isinstance(value, str) and _INTEGER.match(value)):
+                raise ValueError
+            number = int(value)  # a string of more digits than Python converts is a ValueError too
+        except ValueError:
+            raise ValueError(f"{name}={_shown(value)}: not an integer; allowed: {_allowed(parameter)}") from None
     if name == "page_size" and number % SYSTEM_PAGE and 0 < number <= parameter.high:
         raise ValueError(f"{name}={_shown(value)}: not a multiple of the system page size; allowed: {_allowed(parameter)}")
     low, high = (2 * SYSTEM_PAGE, parameter.high * SYSTEM_PAGE) if name == "buffer_size" else (parameter.low, parameter.high)

@@ -168,7 +168,7 @@ class Profile:
 def read_profile(path: Path) -> Profile:
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+    except (OSError, ValueError, yaml.YAMLError) as error:  # ValueError: a number of more digits than Python reads
         raise ProfileError(f"cannot read profile {path}: {str(error).splitlines()[0]}") from None
     if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
         raise ProfileError(f"{path} is not a profile: expected a YAML mapping with 'params'")

@@ -19,7 +19,7 @@ def autopager(*args: str) -> tuple[int, str, str]:
     ("fillers=5000", "fillers=5000: out of range; allowed: an integer from 1 to 1024"),
     ("fillers=abc", "fillers=abc: not an integer; allowed: an integer from 1 to 1024"),
     ("evict_low_water=95", "evict_low_water (UMAP_EVICT_LOW_WATER_THRESHOLD) = 95: not below the high water mark"),
-    ("UMAP_PAGESIZE=abc", 'UMAP_PAGESIZE="abc" is not a number; page_size takes a non-negative integer'),
+    ("UMAP_PAGESIZE=abc", 'UMAP_PAGESIZE="abc" is not a number; page_size takes a multiple of the system page size'),
     ("UMAP_PAGE_FILLERS=5000", "fillers (UMAP_PAGE_FILLERS) = 5000: out of range; allowed: an integer from 1 to 1024"),
 ])
 def test_a_setting_the_pager_refuses_stops_exec_before_the_program(tuner_home, setting, message):

@@ -70,12 +70,23 @@ std::uint64_t default_buffer_bytes() { return usable_memory() / 10 * 8; }
   throw ConfigError(out.str());
 }
 
-void check_range(const Parameter& p, std::uint64_t value) {
-  if (value < p.min || value > p.max) {
-    std::ostringstream allowed;
-    allowed << "an integer from " << p.min << " to " << p.max << (*p.unit ? " " : "") << p.unit;
-    refuse(p, value, "out of range", allowed.str());
+// What `p` allows, for its messages; a buffer's pages are of `page_size`.
+std::string allowed(const Parameter& p, std::size_t page_size = system_page_size()) {
+  std::ostringstream out;
+  if (&p == &kPageSize) {
+    const std::size_t sys = system_page_size();
+    out << "a multiple of the system page size " << sys << " from " << sys << " to " << p.max;
+  } else if (&p == &kBuffer) {
+    out << "from " << p.min << " to " << max_buffer_pages(page_size) << " pages of " << page_size
+        << " bytes (physical memory)";
+  } else {
+    out << "an integer from " << p.min << " to " << p.max << (*p.unit ? " " : "") << p.unit;
   }
+  return out.str();
+}
+
+void check_range(const Parameter& p, std::uint64_t value) {
+  if (value < p.min || value > p.max) refuse(p, value, "out of range", allowed(p));
 }
 
 // Reads a variable as a non-negative integer; returns false when it is not set.
@@ -90,7 +101,8 @@ bool read_env(const Parameter& p, const char* env, std::uint64_t* out) {
   while (end != nullptr && *end == ' ') ++end;
   if (*start < '0' || *start > '9' || errno == ERANGE || end == start || *end != '\0') {
     std::ostringstream out;
-    out << p.env << "=\"" << text << "\" is not a number; " << p.name << " takes a non-negative integer";
+    out << p.env << "=\"" << text << "\" is not a number; " << p.name << " takes " << allowed(p)
+        << (p.zero_turns_off ? " (0: off)" : " (0: the pager's own)");
     throw ConfigError(out.str());
   }
   *out = value;
@@ -170,8 +182,7 @@ Config Config::from_environment(const Config& base) {
     // As UMap, UMAP_BUFSIZE without UMAP_PAGESIZE counts system pages: keep those bytes, in the pages
     // chosen for them.
     if (buffer_pages > max_buffer_pages(system_page_size()))
-      refuse(kBuffer, buffer_pages, "larger than physical memory",
-             "at most " + std::to_string(max_buffer_pages(system_page_size())) + " system pages");
+      refuse(kBuffer, buffer_pages, "larger than physical memory", allowed(kBuffer));
     const std::uint64_t bytes = buffer_pages * system_page_size();
     c.page_size = page_size_for_buffer(bytes);
     c.buffer_pages = bytes / c.page_size;
@@ -194,22 +205,18 @@ Config Config::from_environment(const Config& base) {
 void Config::validate() const {
   const std::size_t sys = system_page_size();
   if (page_size == 0 || page_size % sys != 0 || page_size > kPageSize.max) {
-    std::ostringstream allowed;
-    allowed << "a multiple of the system page size " << sys << " from " << sys << " to " << kPageSize.max;
     refuse(kPageSize, page_size, page_size % sys != 0 ? "not a multiple of the system page size" : "out of range",
-           allowed.str());
+           allowed(kPageSize));
   }
   check_range(kFillers, fillers);
   check_range(kEvictors, evictors);
   const std::uint64_t max_pages = max_buffer_pages(page_size);
   // Two pages at least: one filler's read slot and one resident page (page_memory.hpp).
   if (buffer_pages < kBuffer.min || buffer_pages > max_pages) {
-    std::ostringstream allowed;
-    allowed << "from " << kBuffer.min << " to " << max_pages << " pages of " << page_size << " bytes (physical memory)";
     refuse(kBuffer, buffer_pages,
            buffer_pages < kBuffer.min ? "smaller than two pages (a filler's read slot and a resident page)"
-                            : "larger than physical memory",
-           allowed.str());
+                                      : "larger than physical memory",
+           allowed(kBuffer, page_size));
   }
   check_range(kHighWater, evict_high_water);
   check_range(kLowWater, evict_low_water);
