@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import math
 import os
 import signal
@@ -72,6 +73,7 @@ from autopager.workloads import Workload
 
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
+WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
 
 
@@ -113,8 +115,8 @@ def study_directory(root: str, workload: str, name: str) -> Path:
     for setting, part in (("workload.name", workload), ("study.name", name)):
         normal = os.path.normpath(part)
         if os.path.isabs(part) or normal == "." or normal.split(os.sep)[0] == "..":
-            raise ConfigError(f"{setting}={part!r} would leave study.root ({root}): give a name inside it, "
-                              f"such as {os.path.basename(normal.rstrip(os.sep)).lstrip('.') or 'study1'!r}")
+            raise ConfigError(f"{setting}={part!r} would leave study.root ({root}): give a name inside it "
+                              f"(not absolute, no leading '..')")
     return Path(root).expanduser() / workload / name
 
 
@@ -363,6 +365,8 @@ class Study:
         try:
             yield
         except OSError as error:
+            if error.errno not in WRITE_FAILURES:
+                raise
             where = error.filename or self.directory
             if not hasattr(self, "table"):
                 raise ConfigError(f"study.root: cannot write the study in {where}: {error.strerror}") from None
