@@ -135,10 +135,11 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
     return f"exited with status {code}"
 
 
-def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str, str, bool]:
-    """The program's standard output and error, and whether it was killed at ``timeout``. The run ends when the
-    program's process ends: the pipes are read to their end, or, where something it left (a daemon) holds them
-    open, for OUTPUT_GRACE seconds more; then what is left of its process group is killed."""
+def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str, str, bool, float]:
+    """The program's standard output and error, whether it was killed at ``timeout``, and when it ended
+    (``time.perf_counter``). The run ends when the program's process ends: the pipes are read to their end, or,
+    where something it left (a daemon) holds them open, for OUTPUT_GRACE seconds more; then what is left of its
+    process group is killed."""
     pid_ready = os.pidfd_open(process.pid)
     selector = selectors.DefaultSelector()
     output: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
@@ -164,6 +165,7 @@ def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str,
                 if event.fd == pid_ready:
                     selector.unregister(pid_ready)
                     process.wait()
+                    ended = time.perf_counter()
                     deadline = time.monotonic() + OUTPUT_GRACE
                     continue
                 chunk = os.read(event.fd, 1 << 16)
@@ -177,7 +179,7 @@ def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str,
         os.close(pid_ready)
     stdout, stderr = (b"".join(output[stream.fileno()]).decode(errors="replace")
                       for stream in (process.stdout, process.stderr))
-    return stdout, stderr, timed_out
+    return stdout, stderr, timed_out, ended
 
 
 class Runner:
@@ -266,7 +268,7 @@ class Runner:
         except OSError as error:
             return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}"), ""
         try:
-            stdout, stderr, timed_out = read_to_exit(process, timeout)
+            stdout, stderr, timed_out, ended = read_to_exit(process, timeout)
         except BaseException:  # interrupted: leave no process behind (it may have ended and been reaped already)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
@@ -275,7 +277,7 @@ class Runner:
         finally:
             process.stdout.close()
             process.stderr.close()
-        wall = time.perf_counter() - start
+        wall = ended - start
         stats = pager_stats(stderr)
         tail = "\n".join(without_stats(stderr).splitlines()[-self.stderr_lines:])
         code = process.returncode
