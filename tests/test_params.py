@@ -14,12 +14,12 @@ NATIVE_ONLY = {"monitor_interval"}  # a diagnostic the pager reads (UMAP_MONITOR
 
 
 def test_the_python_table_is_the_native_one():
-    native = {entry["name"]: entry for entry in _native.parameter_limits()}
+    native = {entry.name: entry for entry in _native.parameter_limits()}
     assert set(native) - NATIVE_ONLY == {parameter.name for parameter in PARAMETER_TABLE}
     for parameter in PARAMETER_TABLE:
-        assert native[parameter.name] == {"name": parameter.name, "env": parameter.env, "min": parameter.low,
-                                          "max": parameter.high, "unit": parameter.unit,
-                                          "zero_turns_off": parameter.zero_turns_off}, parameter.name
+        entry = native[parameter.name]
+        assert (entry.env, entry.min, entry.max, entry.unit, entry.zero_turns_off) == (
+            parameter.env, parameter.low, parameter.high, parameter.unit, parameter.zero_turns_off), parameter.name
 
 
 def native_config(name, value):

@@ -90,6 +90,18 @@ void bind_config(py::module_& m) {
       .def("__repr__", &Config::to_string);
 }
 
+void bind_parameter_limits(py::module_& m) {
+  py::class_<ParameterLimits>(m, "ParameterLimits", "One parameter's limits as Config.validate checks them.")
+      .def_readonly("name", &ParameterLimits::name)
+      .def_readonly("env", &ParameterLimits::env)
+      .def_readonly("min", &ParameterLimits::min)
+      .def_readonly("max", &ParameterLimits::max)
+      .def_readonly("unit", &ParameterLimits::unit)
+      .def_readonly("zero_turns_off", &ParameterLimits::zero_turns_off);
+  m.def("parameter_limits", &parameter_limits,
+        "Each parameter's limits as Config.validate checks them (autopager.params.PARAMETER_TABLE holds the same).");
+}
+
 void bind_stores(py::module_& m) {
   py::class_<Store, std::shared_ptr<Store>>(m, "Store", "Where a region's bytes live.")
       .def_property_readonly("size", &Store::size);
@@ -154,21 +166,8 @@ PYBIND11_MODULE(_native, m) {
         "The page size a pager uses when none is given: the largest power of two not above buffer_bytes / 1024, "
         "within [system page, 1 MiB].");
   m.def("hardware_threads", &hardware_threads);
-  m.def("parameter_limits", [] {
-    py::list out;
-    for (const ParameterLimits& p : parameter_limits()) {
-      py::dict entry;
-      entry["name"] = p.name;
-      entry["env"] = p.env;
-      entry["min"] = p.min;
-      entry["max"] = p.max;
-      entry["unit"] = p.unit;
-      entry["zero_turns_off"] = p.zero_turns_off;
-      out.append(entry);
-    }
-    return out;
-  }, "Each parameter's limits as Config.validate checks them (autopager.params.PARAMETER_TABLE holds the same).");
   bind_config(m);
+  bind_parameter_limits(m);
   bind_stores(m);
   bind_pager(m);
   bind_region(m);
