@@ -128,8 +128,11 @@ def _environment_with(variables: Mapping[str, str]) -> Iterator[None]:
 def check_with_pager(variables: Mapping[str, str]) -> None:
     """A ConfigError naming the setting the pager would refuse in this environment with `variables`: the preload
     reads its configuration as Config.from_environment does, and refused, would leave COMMAND to the kernel."""
-    from autopager import _native
-
+    try:
+        from autopager import _native
+    except ImportError as error:
+        raise ConfigError(f"exec: the native module, which checks the settings, is not built ({error}): build it "
+                          f"(`pip install .`, or `cmake -B build && cmake --build build`)") from None
     with _environment_with(variables):
         try:
             _native.Config.from_environment()
