@@ -27,6 +27,16 @@ class Config:
     def validate(self) -> None: ...
     def buffer_bytes(self) -> int: ...
 
+class ParameterLimits:
+    name: str
+    env: str
+    min: int
+    max: int
+    unit: str
+    zero_turns_off: bool
+
+def parameter_limits() -> List[ParameterLimits]: ...
+
 class Store:
     @property
     def size(self) -> int: ...

@@ -252,7 +252,10 @@ def _memmap_arguments(dtype: Any, mode: str, offset: int, shape: Optional[ShapeL
 
 def _whole_items(available: int, offset: int, dtype: np.dtype, where: str) -> Tuple[int]:
     """The shape of the `available` bytes after `offset` of `where`, which must be whole items of dtype."""
-    if available < 0 or available % dtype.itemsize:
+    if available < 0:
+        raise ValueError(f"offset {offset} is past the end of {where} ({offset + available} bytes); pass an offset "
+                         f"within it, or shape= with mode 'r+' to extend the file")
+    if available % dtype.itemsize:
         raise ValueError(f"the {available} bytes after offset {offset} of {where} are not a whole number of "
                          f"{dtype} items ({dtype.itemsize} bytes); pass shape= or another offset")
     return (available // dtype.itemsize,)

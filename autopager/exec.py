@@ -9,16 +9,18 @@ big blocks and numpy's arrays, served by the pager from unlinked scratch files i
 ``$TMPDIR``, else /tmp), ``heap_min`` (smaller anonymous mappings are left to the kernel; default 32MiB),
 ``print_stats=1``, or a ``UMAP_*`` variable given as is.
 ``profile=NAME`` starts from a saved profile's searched parameters (a buffer size its study did not search is
-the user's, as in ``autopager run``); the other keys override it.
+the user's, as in ``autopager run``); the other keys override it. Every setting is checked as the pager checks
+it before COMMAND starts: a bad one is a ConfigError (status 2) naming it, and COMMAND is not run.
 
 The library is ``$AUTOPAGER_PRELOAD``, else the one installed in the package, else a developer build's.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from autopager.errors import ConfigError
 from autopager.params import PARAMETERS, parse_size, to_environment
@@ -30,6 +32,13 @@ SETTINGS = {"min_size": "UMAP_PRELOAD_MIN_SIZE", "paths": "UMAP_PRELOAD_PATHS", 
             "heap": "UMAP_PRELOAD_HEAP", "heap_min": "UMAP_PRELOAD_HEAP_MIN"}
 SIZES = ("min_size", "heap_min")  # settings given as sizes (4MiB), passed as bytes
 USAGE = "usage: autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]"
+HELP = f"""{USAGE}
+
+Runs COMMAND with its file mappings served by the pager (the preload library in LD_PRELOAD).
+KEY is a paging parameter ({', '.join(PARAMETERS)}; sizes as 64KiB),
+min_size (files smaller than this are left to the kernel), paths (fnmatch patterns separated by ':'),
+print_stats=1, profile=NAME (a saved profile's parameters; profile_dir=DIR), or a UMAP_* variable.
+Every setting is checked as the pager checks it before COMMAND starts (status 2 when one is refused)."""
 
 
 def preload_library() -> Path:
@@ -117,11 +126,44 @@ def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     except ValueError as error:
         raise ConfigError(f"exec: {error}") from None
     environment.update(variables)
+    check_with_pager(environment)
     return environment, command
 
 
+@contextlib.contextmanager
+def _environment_with(variables: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def check_with_pager(variables: Mapping[str, str]) -> None:
+    """A ConfigError naming the setting the pager would refuse in this environment with `variables`: the preload
+    reads its configuration as Config.from_environment does, and refused, would leave COMMAND to the kernel."""
+    try:
+        from autopager import _native
+    except ImportError as error:
+        raise ConfigError(f"exec: the native module, which checks the settings, is not built ({error}): build it "
+                          f"(`pip install .`, or `cmake -B build && cmake --build build`)") from None
+    with _environment_with(variables):
+        try:
+            _native.Config.from_environment()
+        except ValueError as error:
+            raise ConfigError(f"exec: {error}") from None
+
+
 def exec_command(args: Sequence[str]) -> int:
-    """Replaces this process with the command; returns only when it cannot be started."""
+    """Replaces this process with the command; returns only when it cannot be started (or prints exec's help)."""
+    if args[:1] and args[0] in ("-h", "--help"):
+        print(HELP)
+        return 0
     variables, command = parse(args)
     env = with_preload({**os.environ, **variables})
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from autopager.params import PARAMETERS
+from autopager.table import write_atomically
 
 FILE = "in_flight.json"
 
@@ -69,6 +70,4 @@ class InFlightRecord:
         self._save()
 
     def _save(self) -> None:
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps([dataclasses.asdict(entry) for entry in self.entries.values()], indent=1))
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps([dataclasses.asdict(entry) for entry in self.entries.values()], indent=1))

@@ -16,7 +16,7 @@ import numpy as np
 from autopager import _native
 from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_memmap_array,
                              plan_scratch_array)
-from autopager.params import COMPRESSIONS, ENV_VARS, PARAMETERS, compression_index, parse_size
+from autopager.params import COMPRESSIONS, ENV_VARS, PARAMETERS, check_params
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -39,11 +39,6 @@ class PagingParameters(TypedDict, total=False):
     max_fault_events: int
     direct_io: int
     compression: Union[int, str]
-
-
-_COUNTS = ("fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "read_ahead",
-           "max_fault_events", "direct_io")
-_UINT_MAX = (1 << 32) - 1
 
 
 class Pager:
@@ -240,23 +235,17 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
     only page_size changes, the buffer keeps its size in bytes; when only buffer_size changes and no page
     size is given (page_size, UMAP_PAGESIZE), the page size is the pager's choice for that buffer
     (_native.page_size_for_buffer). Raises ValueError naming a bad value."""
+    checked = check_params(params)
     config = _native.Config.from_environment()
     buffer_bytes = config.buffer_pages * config.page_size
-    if "page_size" in params:
-        config.page_size = _positive_size("page_size", params["page_size"])
-    if "read_ahead_run" in params:
-        config.read_ahead_run = _positive_size("read_ahead_run", params["read_ahead_run"])
-    for name in _COUNTS:
-        if name in params:
-            number = _count(name, params[name])
-            if name == "direct_io" and number > 1:
-                raise ValueError(f"direct_io={number}: out of range; it is 0 or 1")
-            setattr(config, name, number)
-    if "compression" in params:
-        config.compression = COMPRESSIONS[compression_index(params["compression"])]
-    if "buffer_size" in params:
-        buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
-        if "page_size" not in params and not _page_size_in_environment():
+    for name, value in checked.items():
+        if name == "compression":
+            config.compression = COMPRESSIONS[value]
+        elif name != "buffer_size":
+            setattr(config, name, bool(value) if name == "direct_io" else value)
+    if "buffer_size" in checked:
+        buffer_bytes = checked["buffer_size"]
+        if "page_size" not in checked and not _page_size_in_environment():
             config.page_size = _native.page_size_for_buffer(buffer_bytes)
     config.buffer_pages = buffer_bytes // config.page_size
     if config.buffer_pages < 2:
@@ -277,28 +266,3 @@ def _profile_parameters(profile: ProfileLike) -> Mapping[str, Any]:
     from autopager.profiles import load_profile  # the tuner's module, only needed here
 
     return load_profile(profile)
-
-
-def _positive_size(name: str, value: Any) -> int:
-    try:
-        size = parse_size(value)
-    except ValueError as error:
-        raise ValueError(f"{name}: {error}") from None
-    if size <= 0:
-        raise ValueError(f"{name} must be a positive number of bytes (got {value!r})")
-    return size
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str, np.integer)):
-        raise ValueError(f"{name} must be a whole number (got {value!r})")
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number (got {value!r})") from None
-    if number < 0:
-        raise ValueError(f"{name}={number}: out of range; it must not be negative")
-    if number > _UINT_MAX:
-        raise ValueError(f"{name}={number}: out of range; it must be at most {_UINT_MAX}")
-    return number
-

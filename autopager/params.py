@@ -5,56 +5,150 @@ that uses the pager: a program receives its parameters as the UMAP_* environment
 """
 from __future__ import annotations
 
+import numbers
 import os
 import re
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Mapping
 
-# parameter name -> environment variable read by the native pager
-ENV_VARS: dict[str, str] = {
-    "page_size": "UMAP_PAGESIZE",
-    "fillers": "UMAP_PAGE_FILLERS",
-    "evictors": "UMAP_PAGE_EVICTORS",
-    "buffer_size": "UMAP_BUFSIZE",
-    "evict_high_water": "UMAP_EVICT_HIGH_WATER_THRESHOLD",
-    "evict_low_water": "UMAP_EVICT_LOW_WATER_THRESHOLD",
-    "evict_retain": "UMAP_EVICT_RETAIN",
-    "read_ahead": "UMAP_READ_AHEAD",
-    "read_ahead_run": "UMAP_READ_AHEAD_RUN",
-    "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
-    "direct_io": "UMAP_DIRECT_IO",
-    "compression": "UMAP_COMPRESSION",
-}
-PARAMETERS = tuple(ENV_VARS)
+SYSTEM_PAGE = os.sysconf("SC_PAGE_SIZE")
+PHYSICAL_PAGES = os.sysconf("SC_PHYS_PAGES")  # of SYSTEM_PAGE: the most a buffer may hold
 # compression's values (pages of NBD stores); studies, records and profiles hold their index
 COMPRESSIONS = ("none", "lz4", "zstd")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A paging parameter: its name, the variable the pager reads it from, and the values the pager accepts
+    there, from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/test_params.py
+    compares the two tables)."""
+    name: str
+    env: str
+    low: int
+    high: int
+    unit: str = ""
+    zero_turns_off: bool = False  # the variable set to 0 turns it off; otherwise 0 leaves the pager's value
+    size: bool = False            # given in bytes, or as "64KiB" (buffer_size: its variable counts pages)
+    choices: tuple[str, ...] = ()  # the names of its values, from low to high, where it has names
+
+
+# Beyond these ranges, as the pager checks: page_size and read_ahead_run are multiples of the system page;
+# buffer_size holds at least two and at most PHYSICAL_PAGES * SYSTEM_PAGE / page_size pages of page_size;
+# evict_low_water < evict_high_water.
+PARAMETER_TABLE: tuple[Parameter, ...] = (
+    Parameter("page_size", "UMAP_PAGESIZE", SYSTEM_PAGE, 1 << 30, "bytes", size=True),
+    Parameter("fillers", "UMAP_PAGE_FILLERS", 1, 1024),
+    Parameter("evictors", "UMAP_PAGE_EVICTORS", 1, 1024),
+    Parameter("buffer_size", "UMAP_BUFSIZE", 2, PHYSICAL_PAGES, "pages", size=True),
+    Parameter("evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD", 1, 100, "percent"),
+    Parameter("evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD", 0, 99, "percent"),
+    Parameter("evict_retain", "UMAP_EVICT_RETAIN", 0, 99, "percent", zero_turns_off=True),
+    Parameter("read_ahead", "UMAP_READ_AHEAD", 0, 1 << 20, "pages", zero_turns_off=True),
+    Parameter("read_ahead_run", "UMAP_READ_AHEAD_RUN", SYSTEM_PAGE, 256 << 20, "bytes", size=True),
+    Parameter("max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, 4096),
+    Parameter("direct_io", "UMAP_DIRECT_IO", 0, 1, zero_turns_off=True),
+    Parameter("compression", "UMAP_COMPRESSION", 0, len(COMPRESSIONS) - 1, zero_turns_off=True,
+              choices=COMPRESSIONS),
+)
+TABLE: dict[str, Parameter] = {parameter.name: parameter for parameter in PARAMETER_TABLE}
+ENV_VARS: dict[str, str] = {parameter.name: parameter.env for parameter in PARAMETER_TABLE}
+PARAMETERS = tuple(ENV_VARS)
+LOW, HIGH = "evict_low_water", "evict_high_water"
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
           "tib": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_INTEGER = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 def parse_size(value: Any) -> int:
     """Bytes from an int or a string such as "4096", "64KiB", "1.5GiB" (K, M, G are powers of 1024)."""
     if isinstance(value, bool):
         raise ValueError(f"not a size: {value!r}")
-    if isinstance(value, int):
-        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
     match = _SIZE.match(str(value))
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(f"not a size: {value!r} (expected bytes, or a number with KiB, MiB, GiB)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    return int(Fraction(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def _allowed(parameter: Parameter) -> str:
+    if parameter.choices:
+        return f"one of {', '.join(parameter.choices)} (or its index, 0 to {parameter.high})"
+    if parameter.name in ("page_size", "read_ahead_run"):
+        return f"a multiple of the system page size {SYSTEM_PAGE} from {parameter.low} to {parameter.high} bytes"
+    if parameter.name == "buffer_size":
+        return f"from two pages of page_size to {format_size(parameter.high * SYSTEM_PAGE)} (physical memory)"
+    return f"an integer from {parameter.low} to {parameter.high}{' ' + parameter.unit if parameter.unit else ''}"
+
+
+def check_value(name: str, value: Any) -> int:
+    """One parameter's value (sizes in bytes) as the pager would accept it; else a ValueError of one line naming
+    the parameter and what it allows."""
+    parameter = TABLE[name]
+    if parameter.choices:
+        return choice_index(parameter, value)
+    if parameter.size:
+        try:
+            number = parse_size(value)
+        except ValueError:
+            raise ValueError(f"{name}={_shown(value)}: not a size; allowed: {_allowed(parameter)}") from None
+    else:
+        try:
+            if isinstance(value, bool) or not (isinstance(value, numbers.Integral)
+                                               or isinstance(value, str) and _INTEGER.match(value)):
+                raise ValueError
+            number = int(value)  # a string of more digits than Python converts is a ValueError too
+        except ValueError:
+            raise ValueError(f"{name}={_shown(value)}: not an integer; allowed: {_allowed(parameter)}") from None
+    if name in ("page_size", "read_ahead_run") and number % SYSTEM_PAGE and 0 < number <= parameter.high:
+        raise ValueError(f"{name}={_shown(value)}: not a multiple of the system page size; allowed: {_allowed(parameter)}")
+    low, high = (2 * SYSTEM_PAGE, parameter.high * SYSTEM_PAGE) if name == "buffer_size" else (parameter.low, parameter.high)
+    if not low <= number <= high:
+        raise ValueError(f"{name}={_shown(value)}: out of range; allowed: {_allowed(parameter)}")
+    return number
+
+
+def check_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Every parameter checked as the pager would (None values left out), and the rules between those given:
+    buffer_size in pages of page_size, evict_low_water below evict_high_water."""
+    unknown = set(params) - set(TABLE)
+    if unknown:
+        raise ValueError(f"unknown paging parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
+    checked = {name: check_value(name, value) for name, value in params.items() if value is not None}
+    if "buffer_size" in checked and "page_size" in checked:
+        pages, page_size = checked["buffer_size"] // checked["page_size"], checked["page_size"]
+        if not 2 <= pages <= PHYSICAL_PAGES * SYSTEM_PAGE // page_size:
+            raise ValueError(f"buffer_size={format_size(checked['buffer_size'])}: {pages} pages of page_size="
+                             f"{format_size(page_size)}; allowed: {_allowed(TABLE['buffer_size'])}")
+    if LOW in checked and HIGH in checked and checked[LOW] >= checked[HIGH]:
+        raise ValueError(f"{LOW}={checked[LOW]}: not below the high water mark; allowed: below {HIGH}={checked[HIGH]}")
+    return checked
+
+
+def choice_index(parameter: Parameter, value: Any) -> int:
+    """The index of a parameter's value among its ``choices``, from its name ("lz4") or its index (1)."""
+    if isinstance(value, str) and value.strip().lower() in parameter.choices:
+        return parameter.choices.index(value.strip().lower())
+    if not isinstance(value, bool) and isinstance(value, (numbers.Integral, str)) and _INTEGER.match(str(value)) \
+            and 0 <= int(value) < len(parameter.choices):
+        return int(value)
+    raise ValueError(f"{parameter.name}={_shown(value)}: not one of its values; allowed: {_allowed(parameter)}")
 
 
 def compression_index(value: Any) -> int:
     """compression's index in COMPRESSIONS from its name ("lz4") or index (1)."""
-    if isinstance(value, str) and value.strip().lower() in COMPRESSIONS:
-        return COMPRESSIONS.index(value.strip().lower())
-    if not isinstance(value, bool) and isinstance(value, (int, str)) and str(value).strip() in ("0", "1", "2"):
-        return int(value)
-    raise ValueError(f"compression={value!r} is not a compression; allowed: {', '.join(COMPRESSIONS)}")
+    return choice_index(TABLE["compression"], value)
 
 
 def format_size(nbytes: int) -> str:
@@ -66,29 +160,14 @@ def format_size(nbytes: int) -> str:
 
 
 def system_page_size() -> int:
-    return os.sysconf("SC_PAGE_SIZE")
+    return SYSTEM_PAGE
 
 
 def to_environment(params: Mapping[str, Any]) -> dict[str, str]:
-    """UMAP_* variables for `params`. buffer_size is in bytes here and becomes pages of page_size; without
-    page_size, system pages, which the pager counts UMAP_BUFSIZE in when UMAP_PAGESIZE is not set (it keeps
-    those bytes and chooses the page size for them)."""
-    unknown = set(params) - set(ENV_VARS)
-    if unknown:
-        raise ValueError(f"unknown paging parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
-    page_size = parse_size(params.get("page_size", system_page_size()))
-    env = {}
-    for name, value in params.items():
-        if value is None:
-            continue
-        if name == "buffer_size":
-            env[ENV_VARS[name]] = str(max(1, parse_size(value) // page_size))
-        elif name == "page_size":
-            env[ENV_VARS[name]] = str(page_size)
-        elif name == "read_ahead_run":
-            env[ENV_VARS[name]] = str(parse_size(value))
-        elif name == "compression":
-            env[ENV_VARS[name]] = COMPRESSIONS[compression_index(value)]
-        else:
-            env[ENV_VARS[name]] = str(int(value))
-    return env
+    """UMAP_* variables for `params` (checked: a ValueError names a bad one). buffer_size is in bytes here and
+    becomes pages of page_size; without page_size, system pages, which the pager counts UMAP_BUFSIZE in when
+    UMAP_PAGESIZE is not set (it keeps those bytes and chooses the page size for them)."""
+    checked = check_params(params)
+    page_size = checked.get("page_size", SYSTEM_PAGE)
+    return {ENV_VARS[name]: str(value // page_size if name == "buffer_size" else value)
+            for name, value in checked.items()}

@@ -36,8 +36,8 @@ import yaml
 
 from autopager.errors import ConfigError
 from autopager.machine import this_machine
-from autopager.params import PARAMETERS, format_size, parse_size
-from autopager.space import HIGH, LOW, parse_value
+from autopager.params import PARAMETERS, check_params, format_size, parse_size
+from autopager.space import parse_value
 
 SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run")
 SUFFIX = ".yaml"
@@ -83,8 +83,10 @@ def parse_params(params: Mapping[str, Any], source: str) -> dict[str, Any]:
         parsed = {name: None if value is None else parse_value(name, value, "params") for name, value in params.items()}
     except ConfigError as error:
         raise ProfileError(f"{source}: {error}") from None
-    if None not in (parsed.get(LOW), parsed.get(HIGH)) and parsed[LOW] >= parsed[HIGH]:
-        raise ProfileError(f"{source}: params.{LOW} ({parsed[LOW]}) must be below params.{HIGH} ({parsed[HIGH]})")
+    try:
+        check_params(parsed)
+    except ValueError as error:
+        raise ProfileError(f"{source}: params.{error}") from None
     return parsed
 
 
@@ -171,7 +173,7 @@ class Profile:
 def read_profile(path: Path) -> Profile:
     try:
         data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+    except (OSError, ValueError, yaml.YAMLError) as error:  # ValueError: a number of more digits than Python reads
         raise ProfileError(f"cannot read profile {path}: {str(error).splitlines()[0]}") from None
     if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
         raise ProfileError(f"{path} is not a profile: expected a YAML mapping with 'params'")

@@ -27,6 +27,7 @@ import contextlib
 import json
 import math
 import os
+import selectors
 import shutil
 import signal
 import sys
@@ -46,6 +47,7 @@ from autopager.settings import RunnerSettings
 from autopager.workloads import Workload
 
 RESULT, WALL_TIME = "result", "wall time"  # what a run's value is: the program's result line, or its wall time
+OUTPUT_GRACE = 1.0  # seconds: output read after the program's end from processes it left (a daemon)
 VALIDATE = "AUTOPAGER_VALIDATE"  # unset: the workload validates its answer in full
 CHECKSUM_ONLY = {VALIDATE: "checksum"}  # the workload skips its expensive checks; its checksum is compared
 
@@ -133,6 +135,53 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
     return f"exited with status {code}"
 
 
+def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str, str, bool, float]:
+    """The program's standard output and error, whether it was killed at ``timeout``, and when it ended
+    (``time.perf_counter``). The run ends when the program's process ends: the pipes are read to their end, or,
+    where something it left (a daemon) holds them open, for OUTPUT_GRACE seconds more; then what is left of its
+    process group is killed."""
+    pid_ready = os.pidfd_open(process.pid)
+    selector = selectors.DefaultSelector()
+    output: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    for descriptor in output:
+        os.set_blocking(descriptor, False)
+        selector.register(descriptor, selectors.EVENT_READ)
+    selector.register(pid_ready, selectors.EVENT_READ)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out, open_pipes = False, len(output)
+    try:
+        while open_pipes or process.returncode is None:
+            events = selector.select(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if not events and process.returncode is None:  # the timeout: the process group is killed
+                timed_out = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                deadline = None
+            elif not events:  # the program ended OUTPUT_GRACE ago, and what it left holds the pipes
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)  # its leftovers in the group end with the run
+                break
+            for event, _ in events:
+                if event.fd == pid_ready:
+                    selector.unregister(pid_ready)
+                    process.wait()
+                    ended = time.perf_counter()
+                    deadline = time.monotonic() + OUTPUT_GRACE
+                    continue
+                chunk = os.read(event.fd, 1 << 16)
+                if chunk:
+                    output[event.fd].append(chunk)
+                else:
+                    selector.unregister(event.fd)
+                    open_pipes -= 1
+    finally:
+        selector.close()
+        os.close(pid_ready)
+    stdout, stderr = (b"".join(output[stream.fileno()]).decode(errors="replace")
+                      for stream in (process.stdout, process.stderr))
+    return stdout, stderr, timed_out, ended
+
+
 class Runner:
     def __init__(self, workload: Workload, settings: RunnerSettings = RunnerSettings(),
                  memory_limit: int | None = None):
@@ -214,23 +263,21 @@ class Runner:
         start = time.perf_counter()
         try:
             process = subprocess.Popen([*self._launcher, *argv], env=dict(env), stdin=subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        start_new_session=True, preexec_fn=cgroup and cgroup.enter)
         except OSError as error:
             return Measurement(ok=False, error=f"cannot start {argv[0]!r}: {error}"), ""
-        timed_out = False
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(process.pid, signal.SIGKILL)
-            stdout, stderr = process.communicate()
+            stdout, stderr, timed_out, ended = read_to_exit(process, timeout)
         except BaseException:  # interrupted: leave no process behind (it may have ended and been reaped already)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             raise
-        wall = time.perf_counter() - start
+        finally:
+            process.stdout.close()
+            process.stderr.close()
+        wall = ended - start
         stats = pager_stats(stderr)
         tail = "\n".join(without_stats(stderr).splitlines()[-self.stderr_lines:])
         code = process.returncode

@@ -18,16 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from autopager.errors import ConfigError
-from autopager.params import COMPRESSIONS, PARAMETERS, compression_index, format_size, parse_size, system_page_size
+from autopager.params import COMPRESSIONS, HIGH, LOW, PARAMETERS, SYSTEM_PAGE, check_value, format_size, parse_size
 
 SIZES = ("page_size", "buffer_size", "read_ahead_run")
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
-LOW, HIGH = "evict_low_water", "evict_high_water"
-LIMITS = {  # smallest and largest value the pager accepts
-    "page_size": (1, None), "fillers": (1, None), "evictors": (1, None), "buffer_size": (1, None),
-    HIGH: (1, 100), LOW: (0, 99), "evict_retain": (0, 99), "read_ahead": (0, None), "max_fault_events": (1, None),
-    "direct_io": (0, 1), "read_ahead_run": (1, None), "compression": (0, len(COMPRESSIONS) - 1),
-}
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
 MMAP = "mmap"  # baseline.mmap: whether a study also measures the kernel's mmap (not a parameter)
 
@@ -46,28 +40,16 @@ def show_params(params: Mapping[str, Any]) -> str:
 
 
 def parse_value(name: str, value: Any, where: str = "space") -> int:
-    """One value of a parameter, checked against what the pager accepts (``where``: the config section)."""
-    if name == "compression":
-        try:
-            return compression_index(value)
-        except ValueError as error:
-            raise ConfigError(f"{where}.{error}") from None
+    """One value of a parameter, checked against what the pager accepts (``where``: the config section); a page
+    size is also a power-of-two multiple of the system page, as the tuner searches them."""
     try:
-        number = parse_size(value) if name in SIZES else int(value)
-        if not isinstance(value, (int, str)) or (not isinstance(value, str) and number != value):
-            raise ValueError
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}.{name}: {value!r} is not {'a size' if name in SIZES else 'an integer'}") from None
-    low, high = LIMITS[name]
-    if number < low or (high is not None and number > high):
-        bounds = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ConfigError(f"{where}.{name}: {value} is out of range (must be {bounds})")
-    if name == "page_size":
-        page = system_page_size()
-        if number % page or (number // page) & (number // page - 1):
-            raise ConfigError(
-                f"{where}.page_size: {show(name, number)} is not a power-of-two multiple of the system page "
-                f"({show(name, page)}): use {', '.join(show(name, page << k) for k in range(4))}, ...")
+        number = check_value(name, value)
+    except ValueError as error:
+        raise ConfigError(f"{where}.{error}") from None
+    if name == "page_size" and (number // SYSTEM_PAGE) & (number // SYSTEM_PAGE - 1):
+        raise ConfigError(
+            f"{where}.page_size: {show(name, number)} is not a power-of-two multiple of the system page "
+            f"({show(name, SYSTEM_PAGE)}): use {', '.join(show(name, SYSTEM_PAGE << k) for k in range(4))}, ...")
     return number
 
 

@@ -37,7 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import math
+import os
 import signal
 import statistics
 import threading
@@ -52,7 +54,7 @@ from autopager.confirmation import Confirmation, Verdict, round_ratios
 from autopager.errors import ConfigError, StudyError
 from autopager.in_flight import InFlight, InFlightRecord
 from autopager.kernel_mmap import mmap_runner
-from autopager.launchers import TrialResult, check_launcher, make_launcher
+from autopager.launchers import TrialResult, launcher_settings, make_launcher
 from autopager.measuring import (NOISE_BAND, Proposal, add_runs, defaults_runs, mean_and_sem, measured_defaults,
                                  relative_noise, run_seconds, runs_of, trial_row)
 from autopager.machine import this_machine
@@ -66,12 +68,13 @@ from autopager.strategies import check_settings, make_strategy
 from autopager.strategies.base import Key, Strategy, key
 from autopager.studylock import StudyLock
 from autopager.studyview import FINISHED, RUNNING, write_summary
-from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params
+from autopager.table import COLUMNS, Kind, Status, StudyTable, row_params, write_atomically
 from autopager.trial_pool import TrialPool
 from autopager.workloads import Workload
 
 IDENTITY = ("workload", "space", "strategy", "baseline", "seed", "runner.repeats")  # what a resumed study must share
 TABLE, CONFIG = "trials.csv", "config.yaml"
+WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
 READ_AMPLIFICATION = 4.0  # a trial reading this many times its data through the pager gets the summary's warning
 
@@ -109,6 +112,16 @@ def default_name(strategy: str, space: str, size: Any, buffer_size: int | None =
     return "-".join(parts)
 
 
+def study_directory(root: str, workload: str, name: str) -> Path:
+    """``<root>/<workload>/<name>``; a ConfigError when the workload's or the study's name would leave study.root."""
+    for setting, part in (("workload.name", workload), ("study.name", name)):
+        normal = os.path.normpath(part)
+        if os.path.isabs(part) or normal == "." or normal.split(os.sep)[0] == "..":
+            raise ConfigError(f"{setting}={part!r} would leave study.root ({root}): give a name inside it "
+                              f"(not absolute, no leading '..')")
+    return Path(root).expanduser() / workload / name
+
+
 class Study:
     def __init__(self, config: DictConfig, space_name: str = "default"):
         """Check everything the study needs (settings, space, workload) without running or writing anything."""
@@ -118,13 +131,13 @@ class Study:
         self.space = Space(config.space, config.baseline)
         self.baseline = self.space.defaults
         check_settings(config.strategy)
-        check_launcher(config.launcher)
         self.strategy_name = config.strategy.name
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
+        launcher_settings(config.launcher)
         name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size,
                                                  self.workload.buffer_size, self.runner.repeats)
-        self.directory = Path(config.study.root).expanduser() / self.workload.name / str(name)
+        self.directory = study_directory(config.study.root, self.workload.name, str(name))
         self._check_resumable()
         self.workload.check()
         self.lock = StudyLock(self.directory)
@@ -314,7 +327,7 @@ class Study:
 
     def run(self) -> dict[str, Any]:
         """The defaults (unless a resumed study has them), the strategy's trials, the confirmation; the summary."""
-        with terminate_as_interrupt():
+        with terminate_as_interrupt(), self.writing_stops_the_study():
             self.begin()
             try:
                 with make_launcher(self.config.launcher, self.directory) as launcher:
@@ -349,13 +362,29 @@ class Study:
             self.pool.submit(entry, result_required=not self.runner.times_process, checksum=self.reference_checksum())
         return again
 
+    @contextlib.contextmanager
+    def writing_stops_the_study(self) -> Iterator[None]:
+        """A file of the study that cannot be written (a read-only or full disk) ends the study with one line: at its
+        start a ConfigError naming study.root, later a StudyError; the trials recorded until then are kept."""
+        try:
+            yield
+        except OSError as error:
+            if error.errno not in WRITE_FAILURES:
+                raise
+            where = error.filename or self.directory
+            if not hasattr(self, "table"):
+                raise ConfigError(f"study.root: cannot write the study in {where}: {error.strerror}") from None
+            raise StudyError(f"the study stopped: cannot write {where}: {error.strerror}; the trials recorded are "
+                             f"kept: run the same command again to resume") from None
+
     def begin(self) -> None:
         """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.lock.acquire()
         self._check_resumable()
-        self.table = StudyTable(self.directory / TABLE)
-        (self.directory / CONFIG).write_text(OmegaConf.to_yaml(self.config, resolve=True))
+        table = StudyTable(self.directory / TABLE)
+        write_atomically(self.directory / CONFIG, OmegaConf.to_yaml(self.config, resolve=True))
+        self.table = table
         resumed = len(self.table.rows)
         self.searched_before = sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.table.rows)
         self.told_trials: set[int] = set()  # the rows the strategy has been told of

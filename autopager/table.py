@@ -165,7 +165,7 @@ class StudyTable:
         print(f"autopager: {self.path}: {text}", file=self.report, flush=True)
 
     def _read(self) -> list[dict[str, Any]]:
-        text = self.path.read_text(errors="replace")
+        text = self.path.read_text(encoding="utf-8-sig", errors="replace")  # a spreadsheet's BOM is no header's
         if not text.strip():
             self._warn("the table is empty: the study starts afresh")
             return []
@@ -177,9 +177,13 @@ class StudyTable:
             self._keep_damaged()
             return []
         records, start = [], reader.line_num + 1
-        for cells in reader:
-            records.append((start, reader.line_num, cells))
-            start = reader.line_num + 1
+        limit = csv.field_size_limit(len(text) + 1)  # a field as long as the file (an error's output) is read whole
+        try:
+            for cells in reader:
+                records.append((start, reader.line_num, cells))
+                start = reader.line_num + 1
+        finally:
+            csv.field_size_limit(limit)
         rows: list[dict[str, Any]] = []
         seen: set[int] = set()
         for number, (start, end, cells) in enumerate(records):

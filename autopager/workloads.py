@@ -103,6 +103,10 @@ class Workload:
             private_memory = parse_size(config.get("private_memory") or 0)
         except ValueError as error:
             raise ConfigError(f"workload.private_memory: {error}") from None
+        for setting in ("prepare", "data_files", "mmap_command"):
+            if config.get(setting) is not None and not isinstance(config[setting], str):
+                raise ConfigError(f"workload.{setting} must be one string (words separated by spaces, as on a command "
+                                  f"line), not {config[setting]!r}")
         timeout = config.get("timeout")
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ConfigError(f"workload.timeout must be a positive number of seconds, not {timeout!r}")
@@ -170,7 +174,10 @@ class Workload:
 
     def check(self) -> None:
         """Fail early, with the fix, if the program cannot be started."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"data_dir: cannot create {self.data_dir}: {error.strerror}") from None
         if self.transparent:
             from autopager.exec import heap_directory, preload_library
             preload_library()

@@ -35,19 +35,20 @@ def missing(name: str) -> str | None:
                                f"pip install 'autopager[{extra}]'")
 
 
-def check_launcher(settings: Mapping[str, Any]) -> None:
-    """Refuse, before anything runs, a launcher that is unknown or whose module is not installed."""
-    name = LauncherSettings.from_config(settings).name
-    if name not in LAUNCHERS:
-        raise ConfigError(f"unknown launcher {name!r}; the launchers are: {', '.join(LAUNCHERS)}")
-    reason = missing(name)
+def launcher_settings(settings: Mapping[str, Any]) -> LauncherSettings:
+    """The ``launcher`` section checked (a ConfigError names a bad setting, or what to install), before anything
+    runs or is written."""
+    parsed = LauncherSettings.from_config(settings)
+    if parsed.name not in LAUNCHERS:
+        raise ConfigError(f"unknown launcher {parsed.name!r}; the launchers are: {', '.join(LAUNCHERS)}")
+    reason = missing(parsed.name)
     if reason:
         raise ConfigError(reason)
+    return parsed
 
 
 def make_launcher(settings: Mapping[str, Any], directory: Path) -> Launcher:
-    parsed = LauncherSettings.from_config(settings)
-    check_launcher(settings)
+    parsed = launcher_settings(settings)
     module, cls = LAUNCHERS[parsed.name]
     try:
         return getattr(importlib.import_module(module), cls)(parsed, directory)
@@ -55,4 +56,4 @@ def make_launcher(settings: Mapping[str, Any], directory: Path) -> Launcher:
         raise ConfigError(f"{missing(parsed.name) or f'launcher={parsed.name}'} ({error})") from None
 
 
-__all__ = ["LAUNCHERS", "check_launcher", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "make_launcher"]
+__all__ = ["LAUNCHERS", "Launcher", "LauncherSettings", "TrialResult", "TrialTask", "launcher_settings", "make_launcher"]

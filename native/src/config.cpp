@@ -28,23 +28,33 @@ constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 struct Parameter {
   const char* name;
   const char* env;
+  std::uint64_t min;
+  std::uint64_t max;
+  const char* unit = "";
   // A variable set to 0 turns the parameter off instead of leaving it as it was (UMap's rule for the
   // others): it is on by default, and 0 is how UMap's behaviour (no read-ahead, the page cache) is had.
   bool zero_turns_off = false;
 };
-constexpr Parameter kPageSize{"page_size", "UMAP_PAGESIZE"};
-constexpr Parameter kFillers{"fillers", "UMAP_PAGE_FILLERS"};
-constexpr Parameter kEvictors{"evictors", "UMAP_PAGE_EVICTORS"};
-constexpr Parameter kBuffer{"buffer_size", "UMAP_BUFSIZE"};
-constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD"};
-constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD"};
-constexpr Parameter kRetain{"evict_retain", "UMAP_EVICT_RETAIN", true};
-constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", true};
-constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN"};
-constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS"};
-constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
-constexpr Parameter kKeepWrites{"keep_writes", "UMAP_KEEP_WRITES", true};
-constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
+// kPageSize's and kReadAheadRun's min is the system page size and kBuffer's max the pages of physical memory,
+// all known only at run time (validate, parameter_limits).
+constexpr Parameter kPageSize{"page_size", "UMAP_PAGESIZE", 0, kMaxPageSize, "bytes"};
+constexpr Parameter kFillers{"fillers", "UMAP_PAGE_FILLERS", 1, kMaxThreads};
+constexpr Parameter kEvictors{"evictors", "UMAP_PAGE_EVICTORS", 1, kMaxThreads};
+constexpr Parameter kBuffer{"buffer_size", "UMAP_BUFSIZE", 2, 0, "pages"};
+constexpr Parameter kHighWater{"evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD", 1, 100, "percent"};
+constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD", 0, 99, "percent"};
+constexpr Parameter kRetain{"evict_retain", "UMAP_EVICT_RETAIN", 0, 99, "percent", true};
+constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", 0, kMaxReadAhead, "pages", true};
+constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN", 0, kMaxReadAheadRun, "bytes"};
+constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, kMaxFaultEvents};
+constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", 0, 1, "", true};
+constexpr Parameter kKeepWrites{"keep_writes", "UMAP_KEEP_WRITES", 0, 1, "", true};
+// Read by name (none, lz4, zstd) or by its index, which is what the limits give (read_compression).
+constexpr Parameter kCompression{"compression", "UMAP_COMPRESSION", 0, 2, "", true};
+constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ", 0, kMaxMonitorInterval, "seconds"};
+constexpr const Parameter* kParameters[] = {&kPageSize,    &kFillers,   &kEvictors,    &kBuffer,     &kHighWater,
+                                            &kLowWater,    &kRetain,    &kReadAhead,   &kReadAheadRun,
+                                            &kFaultEvents, &kDirectIo,  &kKeepWrites,  &kCompression, &kMonitor};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
 // UMap's paper spells this one without the underscores; both are read.
@@ -64,12 +74,23 @@ std::uint64_t default_buffer_bytes() { return usable_memory() / 10 * 8; }
   throw ConfigError(out.str());
 }
 
-void check_range(const Parameter& p, std::uint64_t value, std::uint64_t lo, std::uint64_t hi, const char* unit = "") {
-  if (value < lo || value > hi) {
-    std::ostringstream allowed;
-    allowed << "an integer from " << lo << " to " << hi << unit;
-    refuse(p, value, "out of range", allowed.str());
+// What `p` allows, for its messages; a buffer's pages are of `page_size`.
+std::string allowed(const Parameter& p, std::size_t page_size = system_page_size()) {
+  std::ostringstream out;
+  if (&p == &kPageSize || &p == &kReadAheadRun) {
+    const std::size_t sys = system_page_size();
+    out << "a multiple of the system page size " << sys << " from " << sys << " to " << p.max;
+  } else if (&p == &kBuffer) {
+    out << "from " << p.min << " to " << max_buffer_pages(page_size) << " pages of " << page_size
+        << " bytes (physical memory)";
+  } else {
+    out << "an integer from " << p.min << " to " << p.max << (*p.unit ? " " : "") << p.unit;
   }
+  return out.str();
+}
+
+void check_range(const Parameter& p, std::uint64_t value) {
+  if (value < p.min || value > p.max) refuse(p, value, "out of range", allowed(p));
 }
 
 // Reads a variable as a non-negative integer; returns false when it is not set.
@@ -84,7 +105,8 @@ bool read_env(const Parameter& p, const char* env, std::uint64_t* out) {
   while (end != nullptr && *end == ' ') ++end;
   if (*start < '0' || *start > '9' || errno == ERANGE || end == start || *end != '\0') {
     std::ostringstream out;
-    out << p.env << "=\"" << text << "\" is not a number; " << p.name << " takes a non-negative integer";
+    out << p.env << "=\"" << text << "\" is not a number; " << p.name << " takes " << allowed(p)
+        << (p.zero_turns_off ? " (0: off)" : " (0: the pager's own)");
     throw ConfigError(out.str());
   }
   *out = value;
@@ -172,8 +194,7 @@ Config Config::from_environment(const Config& base) {
     // As UMap, UMAP_BUFSIZE without UMAP_PAGESIZE counts system pages: keep those bytes, in the pages
     // chosen for them.
     if (buffer_pages > max_buffer_pages(system_page_size()))
-      refuse(kBuffer, buffer_pages, "larger than physical memory",
-             "at most " + std::to_string(max_buffer_pages(system_page_size())) + " system pages");
+      refuse(kBuffer, buffer_pages, "larger than physical memory", allowed(kBuffer));
     const std::uint64_t bytes = buffer_pages * system_page_size();
     c.page_size = page_size_for_buffer(bytes);
     c.buffer_pages = bytes / c.page_size;
@@ -198,41 +219,49 @@ Config Config::from_environment(const Config& base) {
 
 void Config::validate() const {
   const std::size_t sys = system_page_size();
-  if (page_size == 0 || page_size % sys != 0 || page_size > kMaxPageSize) {
-    std::ostringstream allowed;
-    allowed << "a multiple of the system page size " << sys << " from " << sys << " to " << kMaxPageSize;
+  if (page_size == 0 || page_size % sys != 0 || page_size > kPageSize.max) {
     refuse(kPageSize, page_size, page_size % sys != 0 ? "not a multiple of the system page size" : "out of range",
-           allowed.str());
+           allowed(kPageSize));
   }
-  check_range(kFillers, fillers, 1, kMaxThreads);
-  check_range(kEvictors, evictors, 1, kMaxThreads);
+  check_range(kFillers, fillers);
+  check_range(kEvictors, evictors);
   const std::uint64_t max_pages = max_buffer_pages(page_size);
   // Two pages at least: one filler's read slot and one resident page (page_memory.hpp).
-  if (buffer_pages < 2 || buffer_pages > max_pages) {
-    std::ostringstream allowed;
-    allowed << "from 2 to " << max_pages << " pages of " << page_size << " bytes (physical memory)";
+  if (buffer_pages < kBuffer.min || buffer_pages > max_pages) {
     refuse(kBuffer, buffer_pages,
-           buffer_pages < 2 ? "smaller than two pages (a filler's read slot and a resident page)"
-                            : "larger than physical memory",
-           allowed.str());
+           buffer_pages < kBuffer.min ? "smaller than two pages (a filler's read slot and a resident page)"
+                                      : "larger than physical memory",
+           allowed(kBuffer, page_size));
   }
-  check_range(kHighWater, evict_high_water, 1, 100, " percent");
-  check_range(kLowWater, evict_low_water, 0, 99, " percent");
+  check_range(kHighWater, evict_high_water);
+  check_range(kLowWater, evict_low_water);
   if (evict_low_water >= evict_high_water) {
     std::ostringstream allowed;
     allowed << "below evict_high_water (UMAP_EVICT_HIGH_WATER_THRESHOLD) = " << evict_high_water;
     refuse(kLowWater, evict_low_water, "not below the high water mark", allowed.str());
   }
-  check_range(kRetain, evict_retain, 0, 99, " percent");
-  check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
-  check_range(kReadAheadRun, read_ahead_run, sys, kMaxReadAheadRun, " bytes");
-  if (read_ahead_run % sys != 0)
-    refuse(kReadAheadRun, read_ahead_run, "not a multiple of the system page size",
-           "a multiple of the system page size " + std::to_string(sys));
-  check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
-  check_range(kMonitor, monitor_interval, 0, kMaxMonitorInterval, " seconds");
+  check_range(kRetain, evict_retain);
+  check_range(kReadAhead, read_ahead);
+  if (read_ahead_run < sys || read_ahead_run > kReadAheadRun.max || read_ahead_run % sys != 0) {
+    refuse(kReadAheadRun, read_ahead_run,
+           read_ahead_run % sys != 0 ? "not a multiple of the system page size" : "out of range",
+           allowed(kReadAheadRun));
+  }
+  check_range(kFaultEvents, max_fault_events);
+  check_range(kMonitor, monitor_interval);
   if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))
     throw ConfigError("log_level (UMAP_LOG_LEVEL) out of range; allowed: ERROR, WARNING, INFO, DEBUG");
+}
+
+std::vector<ParameterLimits> parameter_limits() {
+  std::vector<ParameterLimits> limits;
+  for (const Parameter* p : kParameters) {
+    ParameterLimits entry{p->name, p->env, p->min, p->max, p->unit, p->zero_turns_off};
+    if (p == &kPageSize || p == &kReadAheadRun) entry.min = system_page_size();
+    if (p == &kBuffer) entry.max = max_buffer_pages(system_page_size());
+    limits.push_back(entry);
+  }
+  return limits;
 }
 
 std::string Config::to_string() const {

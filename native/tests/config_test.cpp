@@ -314,5 +314,37 @@ TEST(Config, APagerRefusesABadConfiguration) {
   EXPECT_THROW(Pager{c}, ConfigError);
 }
 
+// parameter_limits() is what from_environment and validate check: each maximum is accepted through the
+// parameter's variable and one past it refused, naming the parameter (autopager/params.py copies the table).
+TEST(Config, ParameterLimitsAreTheOnesChecked) {
+  const std::vector<ParameterLimits> limits = parameter_limits();
+  ASSERT_FALSE(limits.empty());
+  for (const ParameterLimits& p : limits) {
+    if (p.name == "page_size" || p.name == "buffer_size") continue;  // in bytes and pages of each other: below
+    EnvGuard env;
+    if (p.name == "evict_low_water") env.set("UMAP_EVICT_HIGH_WATER_THRESHOLD", "100");
+    EXPECT_EQ(env_refusal(p.env.c_str(), std::to_string(p.max).c_str()), "") << p.name;
+    EXPECT_NE(env_refusal(p.env.c_str(), std::to_string(p.max + 1).c_str()).find(p.name + " (" + p.env + ")"),
+              std::string::npos)
+        << p.name;
+  }
+  const auto page = std::find_if(limits.begin(), limits.end(), [](const auto& p) { return p.name == "page_size"; });
+  ASSERT_NE(page, limits.end());
+  EXPECT_EQ(page->min, system_page_size());
+  Config c = Config::defaults();
+  c.buffer_pages = 2;
+  c.page_size = page->max;
+  EXPECT_EQ(refusal(c), "");
+  c.page_size = page->max + system_page_size();
+  EXPECT_NE(refusal(c).find("page_size (UMAP_PAGESIZE)"), std::string::npos);
+  c.page_size = page->min;
+  const auto buffer = std::find_if(limits.begin(), limits.end(), [](const auto& p) { return p.name == "buffer_size"; });
+  ASSERT_NE(buffer, limits.end());
+  c.buffer_pages = buffer->min - 1;
+  EXPECT_NE(refusal(c).find("buffer_size (UMAP_BUFSIZE)"), std::string::npos);
+  c.buffer_pages = buffer->max + 1;
+  EXPECT_NE(refusal(c).find("buffer_size (UMAP_BUFSIZE)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace autopager

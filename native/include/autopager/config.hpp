@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "autopager/store.hpp"
 
@@ -71,6 +72,20 @@ std::size_t system_page_size();
 // buffer would hold more than 4 Mi pages (16 GiB of 4 KiB pages), which bounds the per-page bookkeeping.
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
+
+// One parameter's limits as Config::validate checks them (autopager/params.py holds the same table).
+struct ParameterLimits {
+  std::string name;  // as the tuner and the Python API name it
+  std::string env;   // its UMAP_* variable
+  std::uint64_t min;
+  std::uint64_t max;
+  std::string unit;     // of its variable's value: "bytes", "pages", "percent", "seconds" or ""
+  bool zero_turns_off;  // the variable set to 0 turns it off; otherwise 0 leaves it as it was
+};
+// Every parameter's limits. Beyond them: page_size is a multiple of the system page; buffer_size's max is
+// for pages of the system page (physical memory), its pages are of page_size; evict_low_water is below
+// evict_high_water.
+std::vector<ParameterLimits> parameter_limits();
 unsigned hardware_threads();
 
 }  // namespace autopager

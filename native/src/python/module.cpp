@@ -100,6 +100,18 @@ void bind_config(py::module_& m) {
       .def("__repr__", &Config::to_string);
 }
 
+void bind_parameter_limits(py::module_& m) {
+  py::class_<ParameterLimits>(m, "ParameterLimits", "One parameter's limits as Config.validate checks them.")
+      .def_readonly("name", &ParameterLimits::name)
+      .def_readonly("env", &ParameterLimits::env)
+      .def_readonly("min", &ParameterLimits::min)
+      .def_readonly("max", &ParameterLimits::max)
+      .def_readonly("unit", &ParameterLimits::unit)
+      .def_readonly("zero_turns_off", &ParameterLimits::zero_turns_off);
+  m.def("parameter_limits", &parameter_limits,
+        "Each parameter's limits as Config.validate checks them (autopager.params.PARAMETER_TABLE holds the same).");
+}
+
 void bind_stores(py::module_& m) {
   py::class_<Store, std::shared_ptr<Store>>(m, "Store", "Where a region's bytes live.")
       .def_property_readonly("size", &Store::size)
@@ -176,6 +188,7 @@ PYBIND11_MODULE(_native, m) {
         "more than 4 Mi pages.");
   m.def("hardware_threads", &hardware_threads);
   bind_config(m);
+  bind_parameter_limits(m);
   bind_stores(m);
   bind_pager(m);
   bind_region(m);
