@@ -45,6 +45,8 @@ constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ"};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
+constexpr const char* kEvictionEnv = "UMAP_EVICTION";
+constexpr const char* kEvictionNames[] = {"fifo", "hotfifo", "s3fifo", "clock"};
 // UMap's paper spells this one without the underscores; both are read.
 constexpr const char* kFaultEventsAlias = "UMAP_MAXFAULTEVENTS";
 
@@ -114,6 +116,15 @@ void read_log_level(LogLevel* level) {
 
 }  // namespace
 
+const char* eviction_name(Eviction eviction) { return kEvictionNames[static_cast<unsigned>(eviction)]; }
+
+Eviction eviction_from_name(const std::string& name) {
+  for (unsigned i = 0; i < sizeof kEvictionNames / sizeof *kEvictionNames; ++i)
+    if (strcasecmp(name.c_str(), kEvictionNames[i]) == 0) return static_cast<Eviction>(i);
+  throw ConfigError(std::string("eviction (") + kEvictionEnv + ") = \"" + name +
+                    "\" is not an eviction policy; allowed: fifo, hotfifo, s3fifo, clock");
+}
+
 const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
 
 std::size_t system_page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
@@ -179,6 +190,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kMonitor, &c.monitor_interval);
   read_env_into(kDirectIo, &c.direct_io);
   read_log_level(&c.log_level);
+  if (const char* eviction = std::getenv(kEvictionEnv)) c.eviction = eviction_from_name(eviction);
   c.validate();
   return c;
 }
@@ -211,6 +223,8 @@ void Config::validate() const {
     refuse(kLowWater, evict_low_water, "not below the high water mark", allowed.str());
   }
   check_range(kRetain, evict_retain, 0, 99, " percent");
+  if (static_cast<unsigned>(eviction) >= sizeof kEvictionNames / sizeof *kEvictionNames)
+    throw ConfigError("eviction (UMAP_EVICTION) out of range; allowed: fifo, hotfifo, s3fifo, clock");
   check_range(kReadAhead, read_ahead, 0, kMaxReadAhead, " pages");
   check_range(kFaultEvents, max_fault_events, 1, kMaxFaultEvents);
   check_range(kMonitor, monitor_interval, 0, kMaxMonitorInterval, " seconds");
@@ -223,7 +237,7 @@ std::string Config::to_string() const {
   out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
-      << ", \"evict_retain\": " << evict_retain
+      << ", \"evict_retain\": " << evict_retain << ", \"eviction\": \"" << eviction_name(eviction) << "\""
       << ", \"read_ahead\": " << read_ahead << ", \"max_fault_events\": " << max_fault_events
       << ", \"direct_io\": " << (direct_io ? 1 : 0) << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
       << "\"}";

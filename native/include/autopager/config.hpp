@@ -22,6 +22,15 @@ enum class LogLevel : unsigned {
   kDebug = 3,    // also flushes and pinning
 };
 
+// Which resident page goes when the buffer is full (UMAP_EVICTION; native/src/policy/, docs/DESIGN.md "Eviction
+// policies"): what each keeps and the signal it keeps it by.
+enum class Eviction : unsigned {
+  kFifo = 0,     // fill order
+  kHotFifo = 1,  // DI-MMAP's hot-page FIFO: pages faulted again get a protected share
+  kS3Fifo = 2,   // S3-FIFO: a small probationary FIFO, a main FIFO, a ghost queue of recently evicted pages
+  kClock = 3,    // CLOCK: a second chance for pages referenced since the hand passed (refaults, first writes)
+};
+
 struct Config {
   std::size_t page_size = 0;        // bytes moved per fault; a multiple of the system page (page_size_for_buffer)
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
@@ -31,6 +40,7 @@ struct Config {
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned evict_retain = 0;        // % of the buffer kept by the first pages filled, evicted only when no
                                     // other page is left (policy/eviction_policy.hpp); 0: plain FIFO
+  Eviction eviction = Eviction::kFifo;  // the policy for the pages not retained
   unsigned read_ahead = 0;          // pages fetched along a sequential stream (read_ahead.hpp); defaults(): 2
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
@@ -61,6 +71,9 @@ std::size_t system_page_size();
 // buffer_bytes / 1024, so that the buffer holds about 1024 pages or more, within [system page, 1 MiB].
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
+const char* eviction_name(Eviction eviction);
+// The policy named (fifo, hotfifo, s3fifo, clock; any case); throws ConfigError naming UMAP_EVICTION otherwise.
+Eviction eviction_from_name(const std::string& name);
 unsigned hardware_threads();
 
 }  // namespace autopager
