@@ -26,7 +26,7 @@ from autopager.goal import Goal
 from autopager.kernel_mmap import MMAP
 from autopager.measuring import measured_defaults
 from autopager.memory_limit import pager_memory
-from autopager.params import PARAMETERS
+from autopager.params import PARAMETERS, typed
 from autopager.progress import speedup
 from autopager.strategies.ax import LOW_SHARE, MODEL, STATE
 from autopager.study import CONFIG, TABLE
@@ -94,13 +94,13 @@ class StudyResult:
         best = self.best()
         if best is None:
             return None
-        return {name: int(best[name]) for name in PARAMETERS if pd.notna(best[name])}
+        return {name: typed(name, best[name]) for name in PARAMETERS if name in best.index and pd.notna(best[name])}
 
     def default_params(self) -> dict[str, int]:
         """The parameters of the defaults' first run, as its row gives them (a table written before a parameter
         existed has no column for it)."""
         first = self.trials[self.trials.kind == "default"].iloc[0]
-        return {name: int(first[name]) for name in PARAMETERS if name in first.index and pd.notna(first[name])}
+        return {name: typed(name, first[name]) for name in PARAMETERS if name in first.index and pd.notna(first[name])}
 
     def default_value(self) -> float:
         """The value of the defaults' first run (NaN if it has none)."""

@@ -34,6 +34,7 @@ class PagingParameters(TypedDict, total=False):
     evict_high_water: int
     evict_low_water: int
     evict_retain: int
+    eviction: str
     read_ahead: int
     max_fault_events: int
     direct_io: int
@@ -56,7 +57,8 @@ class Pager:
             print(pager.stats()["evictions"])
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
-    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (pages),
+    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), eviction (the policy:
+    "fifo", the default, "hotfifo", "s3fifo" or "clock"), read_ahead (pages),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it). profile= takes them
     from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
@@ -103,12 +105,13 @@ class Pager:
         return self._native.stats()
 
     @property
-    def config(self) -> Dict[str, int]:
+    def config(self) -> Dict[str, Any]:
         """The parameters in effect, with buffer_size in bytes."""
         c = self._config
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
-                "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "read_ahead": c.read_ahead,
+                "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "eviction": c.eviction,
+                "read_ahead": c.read_ahead,
                 "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io)}
 
     @property
@@ -243,6 +246,10 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
             if name == "direct_io" and number > 1:
                 raise ValueError(f"direct_io={number}: out of range; it is 0 or 1")
             setattr(config, name, number)
+    if "eviction" in params:
+        if not isinstance(params["eviction"], str):
+            raise ValueError(f"eviction={params['eviction']!r}: not a policy name (fifo, hotfifo, s3fifo or clock)")
+        config.eviction = params["eviction"]
     if "buffer_size" in params:
         buffer_bytes = _positive_size("buffer_size", params["buffer_size"])
         if "page_size" not in params and not _page_size_in_environment():

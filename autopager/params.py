@@ -18,11 +18,19 @@ ENV_VARS: dict[str, str] = {
     "evict_high_water": "UMAP_EVICT_HIGH_WATER_THRESHOLD",
     "evict_low_water": "UMAP_EVICT_LOW_WATER_THRESHOLD",
     "evict_retain": "UMAP_EVICT_RETAIN",
+    "eviction": "UMAP_EVICTION",
     "read_ahead": "UMAP_READ_AHEAD",
     "max_fault_events": "UMAP_MAX_FAULT_EVENTS",
     "direct_io": "UMAP_DIRECT_IO",
 }
 PARAMETERS = tuple(ENV_VARS)
+# parameters whose values are names, not numbers: name -> the values the pager accepts
+CATEGORIES: dict[str, tuple[str, ...]] = {"eviction": ("fifo", "hotfifo", "s3fifo", "clock")}
+
+
+def typed(name: str, value: Any) -> Any:
+    """A parameter's value as read back from a table (pandas gives numbers as floats): a name, or an int."""
+    return str(value) if name in CATEGORIES else int(value)
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
@@ -72,6 +80,8 @@ def to_environment(params: Mapping[str, Any]) -> dict[str, str]:
             env[ENV_VARS[name]] = str(max(1, parse_size(value) // page_size))
         elif name == "page_size":
             env[ENV_VARS[name]] = str(page_size)
+        elif name in CATEGORIES:
+            env[ENV_VARS[name]] = str(value)
         else:
             env[ENV_VARS[name]] = str(int(value))
     return env

@@ -17,7 +17,7 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, ax_importance, load_study, runs, trial_importance
 from autopager.errors import ConfigError
-from autopager.params import format_size
+from autopager.params import format_size, typed
 from autopager.progress import format_value
 from autopager.space import show
 
@@ -134,7 +134,7 @@ def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:
     ok = study.ok()
     ok = ok[ok.kind != "reused"].sort_values("value", ascending=study.goal == "minimize").head(count)
     return pd.DataFrame([{"trial": int(row.trial), study.metric: row.value, "runs": len(runs(row)),
-                          **{name: show(name, int(row[name])) for name in study.searched}} for _, row in ok.iterrows()])
+                          **{name: show(name, typed(name, row[name])) for name in study.searched}} for _, row in ok.iterrows()])
 
 
 def summary(study: StudyResult) -> str:

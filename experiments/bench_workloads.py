@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import PARAMETERS, format_size, parse_size  # noqa: E402
+from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
 from autopager.machine import storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
@@ -51,7 +51,7 @@ KERNEL = "mmap"
 class Variant:
     label: str
     pager: bool             # False: the kernel's mmap
-    params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
+    params: dict[str, int | str] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
     programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
 
     def run(self, workload: Workload, limit: int, timeout: float) -> Measurement:
@@ -93,14 +93,17 @@ def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
 
 
 def variant_of(text: str) -> Variant:
-    """``page_size=1MiB,read_ahead=4``: a variant with those parameters, labelled by them."""
+    """``page_size=1MiB,read_ahead=4,eviction=s3fifo``: a variant with those parameters, labelled by them."""
     params = {}
     for item in text.split(","):
         name, _, value = item.partition("=")
         if name not in PARAMETERS or not value:
             raise SystemExit(f"bench_workloads: --variant {text!r}: {item!r} is not NAME=VALUE of a parameter "
                              f"({', '.join(PARAMETERS)})")
-        params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
+        if name in CATEGORIES and value not in CATEGORIES[name]:
+            raise SystemExit(f"bench_workloads: --variant {text!r}: {name} is one of {', '.join(CATEGORIES[name])}")
+        params[name] = (parse_size(value) if name in ("page_size", "buffer_size") else
+                        value if name in CATEGORIES else int(value))
     return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
                    True, params)
 

@@ -26,7 +26,7 @@ from ray_cluster import RESOURCE, local_cluster  # noqa: E402
 # runs of 0.3-2 s: page sizes 16KiB..1MiB by 4 (fillers 1 and 4), the rest at the optimum
 GRID = ["workload=synthetic", "workload.size=300", "runner.page_cache=evict", "strategy=grid",
         "space.page_size={min:16KiB,max:1MiB,factor:4}", "space.fillers={values:[1,4]}", "space.evictors=2",
-        "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.read_ahead=4",
+        "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.eviction=fifo", "space.read_ahead=4",
         "space.max_fault_events=2", "space.direct_io=0",
         "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
         "confirm.rounds=0", "noise.defaults_runs=1", "noise.max_runs=1"]  # one row a trial (their own tests below)
