@@ -39,7 +39,7 @@ struct Config {
   unsigned evict_high_water = 90;   // % of the buffer at which eviction starts
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned evict_retain = 0;        // % of the buffer kept by the first pages filled, evicted only when no
-                                    // other page is left (policy/eviction_policy.hpp); 0: plain FIFO
+                                    // other page is left (policy/eviction_policy.hpp); 0: none
   Eviction eviction = Eviction::kFifo;  // the policy for the pages not retained
   unsigned read_ahead = 0;          // pages fetched along a sequential stream (read_ahead.hpp); defaults(): 2
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads

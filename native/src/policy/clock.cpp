@@ -23,7 +23,7 @@ class ClockPolicy final : public EvictionPolicy {
     const PageKey key = key_of(page);
     written_.take(key);  // a bit left from an earlier residence
     const bool refault = ghost_.take(key);
-    if (refault) ++stats_.refaults;
+    if (refault) PolicyCounters::add(counters_.refaults);
     ring_.push_back(Entry{std::move(page), refault});
   }
   void on_write(const Region& region, std::uint64_t page) override {
@@ -43,7 +43,7 @@ class ClockPolicy final : public EvictionPolicy {
       ring_.pop_front();
       const bool written = written_.take(key_of(entry.page));
       if (entry.refaulted || written) {
-        ++stats_.second_chances;
+        PolicyCounters::add(counters_.second_chances);
         ring_.push_back(Entry{std::move(entry.page), false});
         continue;
       }
@@ -57,10 +57,7 @@ class ClockPolicy final : public EvictionPolicy {
     std::lock_guard<std::mutex> lock(mutex_);
     erase_region(ring_, region);
   }
-  PolicyStats stats() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
+  PolicyStats stats() const override { return counters_.snapshot(); }
 
  private:
   struct Entry {
@@ -68,11 +65,11 @@ class ClockPolicy final : public EvictionPolicy {
     bool refaulted;  // filled while the ghost queue remembered it, the hand not past it since
   };
 
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::deque<Entry> ring_;  // the hand is at the front; a page given another round goes to the back
   GhostQueue ghost_;
   ReferenceBits written_;
-  PolicyStats stats_;
+  PolicyCounters counters_;
 };
 
 }  // namespace

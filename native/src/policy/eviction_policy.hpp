@@ -8,6 +8,7 @@
 // policies", says which policy uses which.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +24,21 @@ struct PolicyStats {
   std::uint64_t promotions = 0;      // pages moved into the protected queue (hot FIFO, S3-FIFO's main)
   std::uint64_t second_chances = 0;  // pages kept at the hand because they were referenced since
   std::uint64_t demotions = 0;       // protected pages evicted because that queue was over its share
+};
+
+// The live counters behind PolicyStats, bumped under the policy's mutex and read without it (the monitor
+// prints them under its own lock).
+struct PolicyCounters {
+  std::atomic<std::uint64_t> refaults{0};
+  std::atomic<std::uint64_t> promotions{0};
+  std::atomic<std::uint64_t> second_chances{0};
+  std::atomic<std::uint64_t> demotions{0};
+
+  static void add(std::atomic<std::uint64_t>& counter) { counter.fetch_add(1, std::memory_order_relaxed); }
+  PolicyStats snapshot() const {
+    return PolicyStats{refaults.load(std::memory_order_relaxed), promotions.load(std::memory_order_relaxed),
+                       second_chances.load(std::memory_order_relaxed), demotions.load(std::memory_order_relaxed)};
+  }
 };
 
 class EvictionPolicy {

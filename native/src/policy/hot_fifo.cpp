@@ -28,7 +28,7 @@ class HotFifoPolicy final : public EvictionPolicy {
     const PageKey key = key_of(page);
     written_.take(key);  // a bit left from an earlier residence
     const bool refault = ghost_.take(key);
-    if (refault) ++stats_.refaults;
+    if (refault) PolicyCounters::add(counters_.refaults);
     fifo_.push_back(Entry{std::move(page), refault});
   }
   void on_write(const Region& region, std::uint64_t page) override {
@@ -46,7 +46,7 @@ class HotFifoPolicy final : public EvictionPolicy {
     for (;;) {
       if (hot_.size() > hot_budget_ || fifo_.empty()) {
         if (hot_.empty()) return std::nullopt;
-        if (hot_.size() > hot_budget_) ++stats_.demotions;
+        if (hot_.size() > hot_budget_) PolicyCounters::add(counters_.demotions);
         return leave(hot_);
       }
       Entry entry = std::move(fifo_.front());
@@ -54,7 +54,7 @@ class HotFifoPolicy final : public EvictionPolicy {
       const bool written = written_.take(key_of(entry.page));
       if (hot_budget_ > 0 && (entry.refaulted || written)) {
         hot_.push_back(std::move(entry.page));
-        ++stats_.promotions;
+        PolicyCounters::add(counters_.promotions);
         continue;
       }
       fifo_.push_front(std::move(entry));
@@ -67,10 +67,7 @@ class HotFifoPolicy final : public EvictionPolicy {
     erase_region(fifo_, region);
     erase_region(hot_, region);
   }
-  PolicyStats stats() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
+  PolicyStats stats() const override { return counters_.snapshot(); }
 
  private:
   struct Entry {
@@ -86,12 +83,12 @@ class HotFifoPolicy final : public EvictionPolicy {
   }
 
   const std::uint64_t hot_budget_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::deque<Entry> fifo_;  // the primary FIFO, in fill order
   PageQueue hot_;           // pages that faulted again, in the order they left fifo_
   GhostQueue ghost_;        // the last buffer's worth of pages evicted
   ReferenceBits written_;
-  PolicyStats stats_;
+  PolicyCounters counters_;
 };
 
 }  // namespace

@@ -29,8 +29,8 @@ class S3FifoPolicy final : public EvictionPolicy {
     const PageKey key = key_of(page);
     used_.take(key);  // a bit left from an earlier residence
     if (ghost_.take(key)) {
-      ++stats_.refaults;
-      ++stats_.promotions;
+      PolicyCounters::add(counters_.refaults);
+      PolicyCounters::add(counters_.promotions);
       main_.push_back(std::move(page));
     } else {
       small_.push_back(std::move(page));
@@ -52,7 +52,7 @@ class S3FifoPolicy final : public EvictionPolicy {
       if (!small_.empty() && (small_.size() >= small_budget_ || main_.empty())) {
         PageRef page = take_front(small_);
         if (used_.take(key_of(page))) {
-          ++stats_.promotions;
+          PolicyCounters::add(counters_.promotions);
           main_.push_back(std::move(page));
           continue;
         }
@@ -62,7 +62,7 @@ class S3FifoPolicy final : public EvictionPolicy {
       if (main_.empty()) return std::nullopt;
       PageRef page = take_front(main_);
       if (used_.take(key_of(page))) {
-        ++stats_.second_chances;
+        PolicyCounters::add(counters_.second_chances);
         main_.push_back(std::move(page));
         continue;
       }
@@ -75,10 +75,7 @@ class S3FifoPolicy final : public EvictionPolicy {
     erase_region(small_, region);
     erase_region(main_, region);
   }
-  PolicyStats stats() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
+  PolicyStats stats() const override { return counters_.snapshot(); }
 
  private:
   static PageRef take_front(PageQueue& queue) {
@@ -88,12 +85,12 @@ class S3FifoPolicy final : public EvictionPolicy {
   }
 
   const std::uint64_t small_budget_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   PageQueue small_;
   PageQueue main_;
   GhostQueue ghost_;     // pages evicted from small_, a main FIFO's worth
   ReferenceBits used_;   // written since they entered their queue, or since their last round
-  PolicyStats stats_;
+  PolicyCounters counters_;
 };
 
 }  // namespace
