@@ -7,28 +7,24 @@
 #include <mutex>
 
 #include "policy/eviction_policy.hpp"
-#include "policy/ghost_queue.hpp"
 #include "policy/page_queue.hpp"
-#include "policy/reference_bits.hpp"
+#include "policy/use_signals.hpp"
 
 namespace autopager {
 namespace {
 
 class ClockPolicy final : public EvictionPolicy {
  public:
-  explicit ClockPolicy(std::uint64_t capacity_pages) : ghost_(capacity_pages), written_(capacity_pages) {}
+  explicit ClockPolicy(std::uint64_t capacity_pages) : use_(capacity_pages, capacity_pages) {}
 
   void on_fill(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    const PageKey key = key_of(page);
-    written_.take(key);  // a bit left from an earlier residence
-    const bool refault = ghost_.take(key);
-    if (refault) PolicyCounters::add(counters_.refaults);
+    const bool refault = use_.filled(key_of(page), counters_);
     ring_.push_back(Entry{std::move(page), refault});
   }
   void on_write(const Region& region, std::uint64_t page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    written_.set(key_of(region, page));
+    use_.written(key_of(region, page));
   }
   void queue_for_eviction(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -41,13 +37,13 @@ class ClockPolicy final : public EvictionPolicy {
     while (!ring_.empty()) {
       Entry entry = std::move(ring_.front());
       ring_.pop_front();
-      const bool written = written_.take(key_of(entry.page));
+      const bool written = use_.take_written(key_of(entry.page));
       if (entry.refaulted || written) {
         PolicyCounters::add(counters_.second_chances);
         ring_.push_back(Entry{std::move(entry.page), false});
         continue;
       }
-      ghost_.remember(key_of(entry.page));
+      use_.evicted(key_of(entry.page));
       return std::move(entry.page);
     }
     return std::nullopt;
@@ -67,8 +63,7 @@ class ClockPolicy final : public EvictionPolicy {
 
   std::mutex mutex_;
   std::deque<Entry> ring_;  // the hand is at the front; a page given another round goes to the back
-  GhostQueue ghost_;
-  ReferenceBits written_;
+  UseSignals use_;  // refaults within a buffer's worth of evictions
   PolicyCounters counters_;
 };
 

@@ -8,9 +8,8 @@
 #include <mutex>
 
 #include "policy/eviction_policy.hpp"
-#include "policy/ghost_queue.hpp"
 #include "policy/page_queue.hpp"
-#include "policy/reference_bits.hpp"
+#include "policy/use_signals.hpp"
 
 namespace autopager {
 namespace {
@@ -21,19 +20,16 @@ constexpr std::uint64_t kHotSharePercent = 75;
 class HotFifoPolicy final : public EvictionPolicy {
  public:
   explicit HotFifoPolicy(std::uint64_t capacity_pages)
-      : hot_budget_(capacity_pages * kHotSharePercent / 100), ghost_(capacity_pages), written_(capacity_pages) {}
+      : hot_budget_(capacity_pages * kHotSharePercent / 100), use_(capacity_pages, capacity_pages) {}
 
   void on_fill(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    const PageKey key = key_of(page);
-    written_.take(key);  // a bit left from an earlier residence
-    const bool refault = ghost_.take(key);
-    if (refault) PolicyCounters::add(counters_.refaults);
+    const bool refault = use_.filled(key_of(page), counters_);
     fifo_.push_back(Entry{std::move(page), refault});
   }
   void on_write(const Region& region, std::uint64_t page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    written_.set(key_of(region, page));
+    use_.written(key_of(region, page));
   }
   void queue_for_eviction(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -51,7 +47,7 @@ class HotFifoPolicy final : public EvictionPolicy {
       }
       Entry entry = std::move(fifo_.front());
       fifo_.pop_front();
-      const bool written = written_.take(key_of(entry.page));
+      const bool written = use_.take_written(key_of(entry.page));
       if (hot_budget_ > 0 && (entry.refaulted || written)) {
         hot_.push_back(std::move(entry.page));
         PolicyCounters::add(counters_.promotions);
@@ -78,7 +74,7 @@ class HotFifoPolicy final : public EvictionPolicy {
   PageRef leave(Queue& queue) {
     PageRef victim = page_of(queue.front());
     queue.pop_front();
-    ghost_.remember(key_of(victim));
+    use_.evicted(key_of(victim));
     return victim;
   }
 
@@ -86,8 +82,7 @@ class HotFifoPolicy final : public EvictionPolicy {
   std::mutex mutex_;
   std::deque<Entry> fifo_;  // the primary FIFO, in fill order
   PageQueue hot_;           // pages that faulted again, in the order they left fifo_
-  GhostQueue ghost_;        // the last buffer's worth of pages evicted
-  ReferenceBits written_;
+  UseSignals use_;          // refaults within the last buffer's worth of evictions
   PolicyCounters counters_;
 };
 

@@ -8,9 +8,8 @@
 #include <mutex>
 
 #include "policy/eviction_policy.hpp"
-#include "policy/ghost_queue.hpp"
 #include "policy/page_queue.hpp"
-#include "policy/reference_bits.hpp"
+#include "policy/use_signals.hpp"
 
 namespace autopager {
 namespace {
@@ -21,15 +20,11 @@ class S3FifoPolicy final : public EvictionPolicy {
  public:
   explicit S3FifoPolicy(std::uint64_t capacity_pages)
       : small_budget_(std::max<std::uint64_t>(1, capacity_pages * kSmallSharePercent / 100)),
-        ghost_(capacity_pages > small_budget_ ? capacity_pages - small_budget_ : 1),
-        used_(capacity_pages) {}
+        use_(capacity_pages > small_budget_ ? capacity_pages - small_budget_ : 1, capacity_pages) {}
 
   void on_fill(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    const PageKey key = key_of(page);
-    used_.take(key);  // a bit left from an earlier residence
-    if (ghost_.take(key)) {
-      PolicyCounters::add(counters_.refaults);
+    if (use_.filled(key_of(page), counters_)) {
       PolicyCounters::add(counters_.promotions);
       main_.push_back(std::move(page));
     } else {
@@ -38,7 +33,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   }
   void on_write(const Region& region, std::uint64_t page) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    used_.set(key_of(region, page));
+    use_.written(key_of(region, page));
   }
   void queue_for_eviction(PageRef page) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -51,17 +46,17 @@ class S3FifoPolicy final : public EvictionPolicy {
     for (;;) {
       if (!small_.empty() && (small_.size() >= small_budget_ || main_.empty())) {
         PageRef page = take_front(small_);
-        if (used_.take(key_of(page))) {
+        if (use_.take_written(key_of(page))) {
           PolicyCounters::add(counters_.promotions);
           main_.push_back(std::move(page));
           continue;
         }
-        ghost_.remember(key_of(page));
+        use_.evicted(key_of(page));
         return page;
       }
       if (main_.empty()) return std::nullopt;
       PageRef page = take_front(main_);
-      if (used_.take(key_of(page))) {
+      if (use_.take_written(key_of(page))) {
         PolicyCounters::add(counters_.second_chances);
         main_.push_back(std::move(page));
         continue;
@@ -88,8 +83,7 @@ class S3FifoPolicy final : public EvictionPolicy {
   std::mutex mutex_;
   PageQueue small_;
   PageQueue main_;
-  GhostQueue ghost_;     // pages evicted from small_, a main FIFO's worth
-  ReferenceBits used_;   // written since they entered their queue, or since their last round
+  UseSignals use_;  // refaults of pages evicted from small_ within a main FIFO's worth of evictions; writes
   PolicyCounters counters_;
 };
 
