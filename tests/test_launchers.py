@@ -212,7 +212,8 @@ def test_a_trial_recorded_just_before_the_tuner_died_is_not_run_again(tuner_home
                    "read_ahead": 4} for p in (16 << 10, 64 << 10, 256 << 10, 1 << 20) for f in (1, 4)]
     unmeasured = next(p for p in all_points if tuple(p.values()) not in measured)
     recorded = rows.iloc[2]
-    common = {"buffer_size": int(recorded.buffer_size), "evict_retain": 0, "max_fault_events": 2, "direct_io": 0}
+    common = {"buffer_size": int(recorded.buffer_size), "evict_retain": 0, "eviction": "fifo", "max_fault_events": 2,
+              "direct_io": 0}
     left = [  # the first is in the table already (killed between the two writes); the second never ended
         {"params": {**{n: int(recorded[n]) for n in PARAMS}, **common}, "kind": "search", "timeout": 10.0,
          "started": recorded.started, "launcher": "local", "handle": "local-3", "id": "a"},
