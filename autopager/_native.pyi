@@ -15,6 +15,7 @@ class Config:
     evict_high_water: int
     evict_low_water: int
     evict_retain: int
+    eviction: str
     read_ahead: int
     max_fault_events: int
     direct_io: bool

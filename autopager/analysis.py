@@ -30,7 +30,7 @@ from autopager.goal import Goal
 from autopager.kernel_mmap import MMAP
 from autopager.measuring import defaults_runs, measured_defaults
 from autopager.memory_limit import pager_memory
-from autopager.params import PARAMETERS
+from autopager.params import PARAMETERS, typed
 from autopager.progress import speedup
 from autopager.strategies.ax import LOW_SHARE, MODEL, STATE
 from autopager.study import CONFIG, MEASURED, TABLE
@@ -99,9 +99,9 @@ class StudyResult:
         return int((self.trials.status == "capped").sum())
 
     @staticmethod
-    def params_of(row: pd.Series) -> dict[str, int]:
+    def params_of(row: pd.Series) -> dict[str, Any]:
         """A row's parameters (those it records)."""
-        return {name: int(row[name]) for name in PARAMETERS if name in row.index and pd.notna(row[name])}
+        return {name: typed(name, row[name]) for name in PARAMETERS if name in row.index and pd.notna(row[name])}
 
     def better(self, a: float, b: float) -> bool:
         return a < b if self.goal == "minimize" else a > b

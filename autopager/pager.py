@@ -16,7 +16,7 @@ import numpy as np
 from autopager import _native
 from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_memmap_array,
                              plan_scratch_array)
-from autopager.params import COMPRESSIONS, ENV_VARS, PARAMETERS, check_params
+from autopager.params import ENV_VARS, PARAMETERS, check_params
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -34,11 +34,12 @@ class PagingParameters(TypedDict, total=False):
     evict_high_water: int
     evict_low_water: int
     evict_retain: int
+    eviction: str
     read_ahead: int
     read_ahead_run: Union[int, str]
     max_fault_events: int
     direct_io: int
-    compression: Union[int, str]
+    compression: str
 
 
 class Pager:
@@ -53,7 +54,8 @@ class Pager:
             print(pager.stats()["evictions"])
 
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
-    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), read_ahead (reads),
+    buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), eviction (the policy:
+    "fifo", the default, "hotfifo", "s3fifo" or "clock"), read_ahead (reads),
     read_ahead_run (bytes, or "4MiB": the largest read-ahead read),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it), compression ("none",
@@ -107,8 +109,8 @@ class Pager:
         c = self._config
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
-                "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "read_ahead": c.read_ahead,
-                "read_ahead_run": c.read_ahead_run,
+                "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "eviction": c.eviction,
+                "read_ahead": c.read_ahead, "read_ahead_run": c.read_ahead_run,
                 "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io), "compression": c.compression}
 
     @property
@@ -239,9 +241,7 @@ def native_config(params: Mapping[str, Any]) -> _native.Config:
     config = _native.Config.from_environment()
     buffer_bytes = config.buffer_pages * config.page_size
     for name, value in checked.items():
-        if name == "compression":
-            config.compression = COMPRESSIONS[value]
-        elif name != "buffer_size":
+        if name != "buffer_size":
             setattr(config, name, bool(value) if name == "direct_io" else value)
     if "buffer_size" in checked:
         buffer_bytes = checked["buffer_size"]

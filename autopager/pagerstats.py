@@ -8,13 +8,15 @@ from typing import Any
 
 PREFIX = "autopager stats: "
 ENVIRONMENT = {"UMAP_PRINT_STATS": "1"}
+# How the eviction policy's queues served (native/include/autopager/stats.hpp), summed over the pagers.
+POLICY = ("policy_refaults", "policy_promotions", "policy_second_chances", "policy_demotions")
 COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us",  # in the study table
-           "pager_page_size")
+           "pager_page_size", *POLICY)
 
 
 def pager_stats(stderr: str) -> dict[str, float] | None:
     """The table's statistics (faults, bytes read and written, evictions, mean fault service time in
-    microseconds) summed over the stats lines in ``stderr``, and the page size the pager that took the most
+    microseconds, how the eviction policy's queues served) summed over the stats lines in ``stderr``, and the page size the pager that took the most
     faults used (a run without UMAP_PAGESIZE, the defaults', shows what the pager chose); None if it has none."""
     blocks = []
     for line in stderr.splitlines():
@@ -38,7 +40,8 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
     page_size = blocks[busiest].get("page_size")
     return {"faults": faults, "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
             "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
-            "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None}
+            "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None,
+            **{name: total(name) for name in POLICY}}
 
 
 def without_stats(stderr: str) -> str:

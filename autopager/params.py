@@ -14,23 +14,21 @@ from typing import Any, Mapping
 
 SYSTEM_PAGE = os.sysconf("SC_PAGE_SIZE")
 PHYSICAL_PAGES = os.sysconf("SC_PHYS_PAGES")  # of SYSTEM_PAGE: the most a buffer may hold
-# compression's values (pages of NBD stores); studies, records and profiles hold their index
-COMPRESSIONS = ("none", "lz4", "zstd")
 
 
 @dataclass(frozen=True)
 class Parameter:
     """A paging parameter: its name, the variable the pager reads it from, and the values the pager accepts
-    there, from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/test_params.py
-    compares the two tables)."""
+    there: from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/test_params.py
+    compares the two tables), or one of ``choices``, names, for a categorical one."""
     name: str
     env: str
-    low: int
-    high: int
+    low: int = 0
+    high: int = 0
     unit: str = ""
     zero_turns_off: bool = False  # the variable set to 0 turns it off; otherwise 0 leaves the pager's value
     size: bool = False            # given in bytes, or as "64KiB" (buffer_size: its variable counts pages)
-    choices: tuple[str, ...] = ()  # the names of its values, from low to high, where it has names
+    choices: tuple[str, ...] = ()  # a categorical parameter's values (the first is the pager's default)
 
 
 # Beyond these ranges, as the pager checks: page_size and read_ahead_run are multiples of the system page;
@@ -44,17 +42,25 @@ PARAMETER_TABLE: tuple[Parameter, ...] = (
     Parameter("evict_high_water", "UMAP_EVICT_HIGH_WATER_THRESHOLD", 1, 100, "percent"),
     Parameter("evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD", 0, 99, "percent"),
     Parameter("evict_retain", "UMAP_EVICT_RETAIN", 0, 99, "percent", zero_turns_off=True),
+    Parameter("eviction", "UMAP_EVICTION", choices=("fifo", "hotfifo", "s3fifo", "clock")),
     Parameter("read_ahead", "UMAP_READ_AHEAD", 0, 1 << 20, "pages", zero_turns_off=True),
     Parameter("read_ahead_run", "UMAP_READ_AHEAD_RUN", SYSTEM_PAGE, 256 << 20, "bytes", size=True),
     Parameter("max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, 4096),
     Parameter("direct_io", "UMAP_DIRECT_IO", 0, 1, zero_turns_off=True),
-    Parameter("compression", "UMAP_COMPRESSION", 0, len(COMPRESSIONS) - 1, zero_turns_off=True,
-              choices=COMPRESSIONS),
+    Parameter("compression", "UMAP_COMPRESSION", choices=("none", "lz4", "zstd")),  # of NBD stores' pages
 )
 TABLE: dict[str, Parameter] = {parameter.name: parameter for parameter in PARAMETER_TABLE}
 ENV_VARS: dict[str, str] = {parameter.name: parameter.env for parameter in PARAMETER_TABLE}
 PARAMETERS = tuple(ENV_VARS)
+# the categorical parameters: name -> the values the pager accepts (names; studies, records and profiles hold them)
+CATEGORIES: dict[str, tuple[str, ...]] = {p.name: p.choices for p in PARAMETER_TABLE if p.choices}
+COMPRESSIONS = CATEGORIES["compression"]
 LOW, HIGH = "evict_low_water", "evict_high_water"
+
+
+def typed(name: str, value: Any) -> Any:
+    """A parameter's value as read back from a table (pandas gives numbers as floats): a name, or an int."""
+    return str(value) if name in CATEGORIES else int(value)
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
@@ -84,7 +90,7 @@ def _shown(value: Any) -> str:
 
 def _allowed(parameter: Parameter) -> str:
     if parameter.choices:
-        return f"one of {', '.join(parameter.choices)} (or its index, 0 to {parameter.high})"
+        return f"one of {', '.join(parameter.choices)}"
     if parameter.name in ("page_size", "read_ahead_run"):
         return f"a multiple of the system page size {SYSTEM_PAGE} from {parameter.low} to {parameter.high} bytes"
     if parameter.name == "buffer_size":
@@ -92,12 +98,14 @@ def _allowed(parameter: Parameter) -> str:
     return f"an integer from {parameter.low} to {parameter.high}{' ' + parameter.unit if parameter.unit else ''}"
 
 
-def check_value(name: str, value: Any) -> int:
+def check_value(name: str, value: Any) -> Any:
     """One parameter's value (sizes in bytes) as the pager would accept it; else a ValueError of one line naming
     the parameter and what it allows."""
     parameter = TABLE[name]
     if parameter.choices:
-        return choice_index(parameter, value)
+        if not isinstance(value, str) or value.strip().lower() not in parameter.choices:
+            raise ValueError(f"{name}={_shown(value)}: not one of its values; allowed: {_allowed(parameter)}")
+        return value.strip().lower()
     if parameter.size:
         try:
             number = parse_size(value)
@@ -134,21 +142,6 @@ def check_params(params: Mapping[str, Any]) -> dict[str, Any]:
     if LOW in checked and HIGH in checked and checked[LOW] >= checked[HIGH]:
         raise ValueError(f"{LOW}={checked[LOW]}: not below the high water mark; allowed: below {HIGH}={checked[HIGH]}")
     return checked
-
-
-def choice_index(parameter: Parameter, value: Any) -> int:
-    """The index of a parameter's value among its ``choices``, from its name ("lz4") or its index (1)."""
-    if isinstance(value, str) and value.strip().lower() in parameter.choices:
-        return parameter.choices.index(value.strip().lower())
-    if not isinstance(value, bool) and isinstance(value, (numbers.Integral, str)) and _INTEGER.match(str(value)) \
-            and 0 <= int(value) < len(parameter.choices):
-        return int(value)
-    raise ValueError(f"{parameter.name}={_shown(value)}: not one of its values; allowed: {_allowed(parameter)}")
-
-
-def compression_index(value: Any) -> int:
-    """compression's index in COMPRESSIONS from its name ("lz4") or index (1)."""
-    return choice_index(TABLE["compression"], value)
 
 
 def format_size(nbytes: int) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, ax_importance, load_study, runs, trial_importance
 from autopager.errors import ConfigError
-from autopager.params import format_size, parse_size
+from autopager.params import format_size, parse_size, typed
 from autopager.progress import format_value
 from autopager.space import show, show_params
 
@@ -134,7 +134,7 @@ def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:
     """The best trials the search measured, by their recorded figure (confirmation runs are no trials)."""
     ok = study.ok().sort_values("value", ascending=study.goal == "minimize").head(count)
     return pd.DataFrame([{"trial": int(row.trial), study.metric: row.value, "runs": len(runs(row)),
-                          **{name: show(name, int(row[name])) if pd.notna(row[name]) else "-"
+                          **{name: show(name, typed(name, row[name])) if pd.notna(row[name]) else "-"
                              for name in study.searched}} for _, row in ok.iterrows()])
 
 

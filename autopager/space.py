@@ -5,7 +5,8 @@ searched, given as one of
 
 - ``{min: 4KiB, max: 16MiB, factor: 2}``: a geometric series (powers of two for page sizes),
 - ``{min: 50, max: 100, step: 10}``: a linear range, sampled every ``step``,
-- ``{values: [0, 1, 4, 16]}``: an explicit list.
+- ``{values: [0, 1, 4, 16]}``: an explicit list (the only form for a categorical parameter, ``eviction``, whose
+  values are names: ``{values: [fifo, s3fifo]}``).
 
 Every strategy searches the sampled values. Parameters the space does not name stay at the defaults. The pager requires
 ``evict_low_water < evict_high_water``; no strategy proposes a candidate breaking it.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from autopager.errors import ConfigError
-from autopager.params import COMPRESSIONS, HIGH, LOW, PARAMETERS, SYSTEM_PAGE, check_value, format_size, parse_size
+from autopager.params import CATEGORIES, HIGH, LOW, PARAMETERS, SYSTEM_PAGE, check_value, format_size, parse_size
 
 SIZES = ("page_size", "buffer_size", "read_ahead_run")
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
@@ -29,9 +30,7 @@ Params = dict[str, Any]
 
 
 def show(name: str, value: Any) -> str:
-    """A parameter value for people: sizes as 64KiB, compression by name."""
-    if name == "compression" and value is not None:
-        return COMPRESSIONS[int(value)]
+    """A parameter value for people: sizes as 64KiB."""
     return format_size(int(value)) if name in SIZES and value is not None else str(value)
 
 
@@ -39,7 +38,7 @@ def show_params(params: Mapping[str, Any]) -> str:
     return " ".join(f"{name}={show(name, value)}" for name, value in params.items())
 
 
-def parse_value(name: str, value: Any, where: str = "space") -> int:
+def parse_value(name: str, value: Any, where: str = "space") -> Any:
     """One value of a parameter, checked against what the pager accepts (``where``: the config section); a page
     size is also a power-of-two multiple of the system page, as the tuner searches them."""
     try:
@@ -55,11 +54,17 @@ def parse_value(name: str, value: Any, where: str = "space") -> int:
 
 @dataclass(frozen=True)
 class Dimension:
-    """A searched parameter and its sampled values, ascending."""
+    """A searched parameter and its sampled values, ascending (a categorical one's names, in the space's order)."""
     name: str
-    values: tuple[int, ...]
+    values: tuple[Any, ...]
 
-    def nearest(self, value: int) -> int:
+    @property
+    def categorical(self) -> bool:
+        return self.name in CATEGORIES
+
+    def nearest(self, value: Any) -> Any:
+        if self.categorical:
+            return value if value in self.values else self.values[0]
         return min(self.values, key=lambda v: (abs(v - value), v))
 
     def describe(self) -> str:
@@ -74,10 +79,13 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
         raise ConfigError(f"space.{name}: unknown key(s) {sorted(unknown)}; a searched parameter has "
                           f"min and max with step or factor, or values")
     if spec.get("values") is not None:
-        values = sorted({parse_value(name, v) for v in spec["values"]})
+        parsed = [parse_value(name, v) for v in spec["values"]]
+        values = list(dict.fromkeys(parsed)) if name in CATEGORIES else sorted(set(parsed))
         if not values:
             raise ConfigError(f"space.{name}.values is empty")
         return Dimension(name, tuple(values))
+    if name in CATEGORIES:
+        raise ConfigError(f"space.{name}: a name, or values: [{', '.join(CATEGORIES[name])}] (any of them)")
     if spec.get("min") is None or spec.get("max") is None:
         raise ConfigError(f"space.{name}: give min and max (with step or factor), or values")
     low, high = parse_value(name, spec["min"]), parse_value(name, spec["max"])

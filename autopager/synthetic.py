@@ -5,7 +5,8 @@ paging-bound program would take with them, sleeps for that long, and prints the 
 with UMAP_PRINT_STATS set, a pager statistics line on stderr as the pager prints it, its faults fewer for
 larger pages).
 The optimum is page_size 256KiB, fillers 4, evictors 2, evict_high_water 80, evict_low_water 50,
-read_ahead 4; each parameter away from it costs a known factor. With ``--mmap`` it stands for the same program
+read_ahead 4; each parameter away from it costs a known factor. The eviction policy (UMAP_EVICTION, a
+categorical parameter) scales the time by EVICTION's factor: fifo, the default, 1; s3fifo the best. With ``--mmap`` it stands for the same program
 on the kernel's mmap, which takes a fixed MMAP_SLOWDOWN times the optimum. Stand-alone: run as a script.
 """
 import argparse
@@ -17,6 +18,7 @@ import time
 
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}
+EVICTION = {"fifo": 1.0, "clock": 0.95, "hotfifo": 0.9, "s3fifo": 0.8}
 MMAP_SLOWDOWN = 2.0
 CORES = os.cpu_count() or 1
 DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": 2 * CORES,
@@ -53,6 +55,12 @@ def main() -> int:
         return 1
     slowdown = MMAP_SLOWDOWN if args.mmap else cost(setting("UMAP_PAGESIZE"), setting("UMAP_PAGE_FILLERS"),
                                                     setting("UMAP_PAGE_EVICTORS"), high, low, setting("UMAP_READ_AHEAD"))
+    eviction = os.environ.get("UMAP_EVICTION", "fifo")
+    if eviction not in EVICTION:
+        print(f"synthetic: UMAP_EVICTION={eviction!r} is not one of {', '.join(EVICTION)}", file=sys.stderr)
+        return 1
+    if not args.mmap:
+        slowdown *= EVICTION[eviction]
     seconds = args.size / 1000 * slowdown
     start = time.perf_counter()
     time.sleep(seconds)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, TextIO
 
 from autopager.pagerstats import COLUMNS as STATS
-from autopager.params import PARAMETERS
+from autopager.params import CATEGORIES, PARAMETERS
 
 
 class Status(str, enum.Enum):
@@ -49,7 +49,8 @@ class Kind(str, enum.Enum):
         return self.value
 
 
-INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size", *PARAMETERS)
+INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size",
+            *(name for name in PARAMETERS if name not in CATEGORIES))
 NUMBERS = ("value", "wall_seconds", "seconds", "timeout", "ask_seconds", *STATS)
 ENUMS: dict[str, type[enum.Enum]] = {"kind": Kind, "status": Status}
 REQUIRED = ("trial", "kind", "status", "value")

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import PARAMETERS, format_size, parse_size  # noqa: E402
+from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
 from autopager.confirmation import in_turn  # noqa: E402
 from autopager.machine import read_ahead_of_disk, storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
@@ -52,7 +52,7 @@ KERNEL = "mmap"
 class Variant:
     label: str
     pager: bool             # False: the kernel's mmap
-    params: dict[str, int] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
+    params: dict[str, int | str] = field(default_factory=dict)  # paging parameters given; the others: the pager's own
     programs: Path | None = None  # the workload programs of this build (AUTOPAGER_BIN); None: the environment's
     read_ahead_kib: int | None = None  # the kernel's: the disk's read-ahead during its runs (None: as it is)
     settings: dict[str, str] = field(default_factory=dict)  # variables of SETTINGS for its runs
@@ -117,17 +117,21 @@ SETTINGS = {"keep_writes": "UMAP_KEEP_WRITES"}
 
 
 def variant_of(text: str) -> Variant:
-    """``page_size=1MiB,read_ahead=4``: a variant with those parameters (and SETTINGS), labelled by them."""
+    """``page_size=1MiB,read_ahead=4,eviction=s3fifo``: a variant with those parameters (and SETTINGS), labelled
+    by them."""
     params, settings = {}, {}
     for item in text.split(","):
         name, _, value = item.partition("=")
         if name not in (*PARAMETERS, *SETTINGS) or not value:
             raise SystemExit(f"bench_workloads: --variant {text!r}: {item!r} is not NAME=VALUE of a parameter "
                              f"({', '.join((*PARAMETERS, *SETTINGS))})")
+        if name in CATEGORIES and value not in CATEGORIES[name]:
+            raise SystemExit(f"bench_workloads: --variant {text!r}: {name} is one of {', '.join(CATEGORIES[name])}")
         if name in SETTINGS:
             settings[SETTINGS[name]] = str(int(value))
         else:
-            params[name] = parse_size(value) if name in ("page_size", "buffer_size") else int(value)
+            params[name] = (parse_size(value) if name in ("page_size", "buffer_size", "read_ahead_run") else
+                            value if name in CATEGORIES else int(value))
     return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
                    True, params, settings=settings)
 

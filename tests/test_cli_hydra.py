@@ -41,8 +41,8 @@ def test_the_baseline_is_the_pagers_defaults(tuner_home):
     assert code == 0, err
     baseline, native = yaml.safe_load(out)["baseline"], _native.Config.defaults()
     assert baseline["page_size"] is None  # the pager's choice for the buffer
-    for name in ("fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "read_ahead",
-                 "max_fault_events", "direct_io"):
+    for name in ("fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "eviction",
+                 "read_ahead", "max_fault_events", "direct_io"):
         assert baseline[name] == getattr(native, name), name
 
 

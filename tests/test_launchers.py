@@ -26,7 +26,7 @@ from ray_cluster import RESOURCE, local_cluster  # noqa: E402
 # runs of 0.3-2 s: page sizes 16KiB..1MiB by 4 (fillers 1 and 4), the rest at the optimum
 GRID = ["workload=synthetic", "workload.size=300", "runner.page_cache=evict", "strategy=grid",
         "space.page_size={min:16KiB,max:1MiB,factor:4}", "space.fillers={values:[1,4]}", "space.evictors=2",
-        "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.read_ahead=4",
+        "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.eviction=fifo", "space.read_ahead=4",
         "space.max_fault_events=2", "space.direct_io=0",
         "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
         "confirm.rounds=0", "noise.defaults_runs=1", "noise.max_runs=1"]  # one row a trial (their own tests below)
@@ -212,7 +212,8 @@ def test_a_trial_recorded_just_before_the_tuner_died_is_not_run_again(tuner_home
                    "read_ahead": 4} for p in (16 << 10, 64 << 10, 256 << 10, 1 << 20) for f in (1, 4)]
     unmeasured = next(p for p in all_points if tuple(p.values()) not in measured)
     recorded = rows.iloc[2]
-    common = {"buffer_size": int(recorded.buffer_size), "evict_retain": 0, "max_fault_events": 2, "direct_io": 0}
+    common = {"buffer_size": int(recorded.buffer_size), "evict_retain": 0, "eviction": "fifo", "max_fault_events": 2,
+              "direct_io": 0}
     left = [  # the first is in the table already (killed between the two writes); the second never ended
         {"params": {**{n: int(recorded[n]) for n in PARAMS}, **common}, "kind": "search", "timeout": 10.0,
          "started": recorded.started, "launcher": "local", "handle": "local-3", "id": "a"},

@@ -17,7 +17,8 @@ pytestmark = requires_userfaultfd
 
 STATS = {"page_size", "read_ahead_run_pages", "read_faults", "write_faults", "fills", "reads", "bytes_read", "evictions",
          "write_backs", "bytes_written", "write_errors", "read_errors", "resident_pages", "dirty_pages",
-         "fault_service_mean_us", "fault_service_p99_us"}
+         "fault_service_mean_us", "fault_service_p99_us", "policy_refaults", "policy_promotions",
+         "policy_second_chances", "policy_demotions"}
 
 
 @pytest.fixture
@@ -29,11 +30,11 @@ def path(tmp_path):
 
 def test_parameters_in_bytes_and_notation():
     with autopager.Pager(page_size="64KiB", buffer_size="2MiB", fillers=3, evictors=2, evict_high_water=80,
-                         evict_low_water=40, evict_retain=30, read_ahead=2, read_ahead_run="256KiB", max_fault_events=16,
-                         direct_io=1, compression="lz4") as pager:
+                         evict_low_water=40, evict_retain=30, eviction="s3fifo", read_ahead=2, read_ahead_run="256KiB",
+                         max_fault_events=16, direct_io=1, compression="lz4") as pager:
         assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
-                                "evict_high_water": 80, "evict_low_water": 40, "evict_retain": 30, "read_ahead": 2,
-                                "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1,
+                                "evict_high_water": 80, "evict_low_water": 40, "evict_retain": 30, "eviction": "s3fifo",
+                                "read_ahead": 2, "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1,
                                 "compression": "lz4"}
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
@@ -71,6 +72,29 @@ def test_direct_io_reads_and_writes_the_same_bytes_as_numpy(path, monkeypatch, c
 def test_direct_io_is_zero_or_one():
     with pytest.raises(ValueError, match="direct_io=2"):
         autopager.Pager(direct_io=2)
+
+
+def test_eviction_is_a_policy_name_and_a_bad_one_names_the_variable():
+    with pytest.raises(ValueError, match=r'eviction \(UMAP_EVICTION\) = "lru"'):
+        autopager.Pager(eviction="lru")
+    with pytest.raises(ValueError, match="eviction=2"):
+        autopager.Pager(eviction=2)
+
+
+def test_a_policy_that_sees_refaults_counts_them(tmp_path):
+    # A hot page among a scan of more than the buffer, under S3-FIFO: evicted from its small FIFO, faulted
+    # again while its ghost queue remembers it, the hot page is counted as a refault and kept.
+    path = tmp_path / "data"
+    page, pages = 64 << 10, 256
+    path.write_bytes(bytes(page * pages))
+    with autopager.Pager(page_size=page, buffer_size=32 * page, eviction="s3fifo", read_ahead=0) as pager:
+        a = pager.memmap(path, mode="r")
+        for p in range(1, pages):
+            assert a[p * page] == 0 and a[0] == 0
+        stats = pager.stats()
+        del a
+    assert stats["policy_refaults"] >= 1 and stats["policy_promotions"] >= 1, stats
+    assert stats["fills"] < 2 * pages, stats
 
 
 def test_changing_only_the_page_size_keeps_the_buffer_in_bytes():

@@ -12,7 +12,7 @@ from conftest import autopager_process
 SYNTHETIC = ["workload=synthetic", "workload.size=20", "runner.page_cache=evict", "confirm.rounds=0",
              "noise.defaults_runs=1", "noise.max_runs=1",
              "space.page_size={min:16KiB,max:1MiB,factor:2}", "space.fillers={values:[1,4]}", "space.evictors=2",
-             "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.read_ahead=4",
+             "space.evict_high_water=80", "space.evict_low_water=50", "space.evict_retain=0", "space.eviction=fifo", "space.read_ahead=4",
              "space.direct_io=0"]
 PARAMS = ["page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead"]
 

@@ -18,7 +18,7 @@ def logged(log: Path) -> list[str]:
             "confirm.rounds=0", "noise.defaults_runs=1",
             "runner.page_cache=keep", "space.page_size={min:64KiB,max:256KiB,factor:2}",
             "space.fillers={values:[1,2]}", "space.evictors=1", "space.evict_high_water=90",
-            "space.evict_low_water=70", "space.evict_retain=0", "space.read_ahead=0", "space.direct_io=0"]
+            "space.evict_low_water=70", "space.evict_retain=0", "space.eviction=fifo", "space.read_ahead=0", "space.direct_io=0"]
 
 
 def test_ax_proposing_a_measured_point_again_reuses_its_result(tuner_home, capsys):
@@ -52,7 +52,7 @@ def test_a_resumed_ax_study_continues_its_sobol_sequence(tuner_home):
             "confirm.rounds=0", "noise.defaults_runs=1",
             "strategy.initialization_trials=7", "strategy.trials=6", "space.page_size={min:16KiB,max:2MiB,factor:2}",
             "space.fillers={values:[1,2,4,8]}", "space.evictors=2", "space.evict_high_water=80",
-            "space.evict_low_water=50", "space.evict_retain=0", "space.read_ahead={values:[0,1,2,4,8,16]}",
+            "space.evict_low_water=50", "space.evict_retain=0", "space.eviction=fifo", "space.read_ahead={values:[0,1,2,4,8,16]}",
             "space.direct_io=0"]
     assert main(["tune", *args, "study.name=whole"]) == 0
     assert main(["tune", *args, "study.name=resumed", "budget.trials=3"]) == 0

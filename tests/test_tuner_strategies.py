@@ -10,7 +10,7 @@ OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_wate
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "confirm.rounds=0",
           "noise.defaults_runs=1", "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
           "space.fillers={min:1,max:8,factor:2}",
-          "space.evictors={min:1,max:8,factor:2}", "space.evict_retain=0"]
+          "space.evictors={min:1,max:8,factor:2}", "space.evict_retain=0", "space.eviction=fifo"]
 DEFAULTS_SECONDS = 0.001 * 12.711111  # the synthetic workload's slowdown at the defaults
 
 
@@ -66,6 +66,26 @@ def test_ax_finds_the_best_region_within_its_budget(tuner_home, capsys):
     assert (table.evict_low_water < table.evict_high_water).all()
     out = capsys.readouterr().out
     assert "profile:" in out and "Ax's modelled best:" in out and "predicted: page_size=" in out
+
+
+def test_the_strategies_search_the_eviction_policy_by_name(tuner_home):
+    # Every other parameter at the synthetic optimum: the policies alone differ, s3fifo the fastest.
+    common = [override for override in COMMON if not override.startswith("space.eviction=")]
+    at_optimum = ["space.page_size=256KiB", "space.fillers=4", "space.evictors=2", "space.evict_high_water=80",
+                  "space.evict_low_water=50", "space.read_ahead=4", "space.direct_io=0",
+                  "space.eviction={values:[fifo,hotfifo,s3fifo,clock]}"]
+    for strategy, study in (("grid", "grid"), ("coordinate", "coordinate"), ("random", "random")):
+        extra = ["strategy.trials=8"] if strategy == "random" else []
+        assert main(["tune", *common, f"strategy={strategy}", *extra, *at_optimum]) == 0
+        table = trials(f"{study}-size1-buf64MiB")
+        assert set(table.eviction) == {"fifo", "hotfifo", "s3fifo", "clock"}, (strategy, table.eviction)
+        assert best(table).eviction == "s3fifo", strategy
+    # Ax searches it as an unordered choice beside a numeric parameter.
+    assert main(["tune", *common, "strategy=ax", "strategy.initialization_trials=4", "strategy.trials=8",
+                 *at_optimum[:-2], "space.read_ahead={values:[0,4]}", at_optimum[-1]]) == 0
+    table = trials("ax-size1-buf64MiB")
+    assert len(table) == 1 + 8 and set(table.eviction) <= {"fifo", "hotfifo", "s3fifo", "clock"}
+    assert len(set(table.eviction)) > 1
 
 
 def test_random_and_default_strategies(tuner_home):

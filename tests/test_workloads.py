@@ -42,6 +42,10 @@ CASES = [
     ("kv_readrandom_time_boxed", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--seconds", "0.3"]),
     ("numpy_gather", ["numpy_gather.py", "--size-mib", "4", "--gathers", "20000"]),
     ("numpy_gather_time_boxed", ["numpy_gather.py", "--size-mib", "4", "--seconds", "0.3"]),
+    ("kv_readrandom_zipf", ["kv", "--benchmark", "readrandom", "--size-mib", "4", "--lookups", "3000", "--keys", "zipf"]),
+    ("randio_zipf", ["randio", "--size-mib", "4", "--ops", "3000", "--keys", "zipf", "--zipf-exponent", "0.8"]),
+    ("lookup_zipf", ["lookup", "--benchmark", "hash", "--size-mib", "4", "--lookups", "5000", "--keys", "zipf"]),
+    ("numpy_gather_zipf", ["numpy_gather.py", "--size-mib", "4", "--gathers", "20000", "--keys", "zipf"]),
 ]
 
 
@@ -115,6 +119,23 @@ def test_same_checked_answer_on_pager_and_mmap(name, argv, data_dir, userfaultfd
     assert pager["stats"]["fills"] > 0 and pager["stats"]["evictions"] > 0
 
 
+@pytest.mark.parametrize("argv", [
+    ["randio", "--size-mib", "4", "--ops", "1000"],
+    ["lookup", "--benchmark", "hash", "--size-mib", "4", "--lookups", "1000"],
+    ["numpy_gather.py", "--size-mib", "4", "--gathers", "1000"],
+], ids=lambda argv: argv[0])
+def test_zipf_keys_are_skewed_and_uniform_ones_not(argv, data_dir):
+    # The same number of queries touches far fewer distinct pages when the keys are skewed: with a buffer as
+    # large as the data, each page is read once, so the fills count the distinct pages.
+    program, *args = argv
+    args += ["--data-dir", str(data_dir), "--threads", "2"]
+    assert run(program, *args, "--generate").returncode == 0
+    whole = {"UMAP_PAGESIZE": "4096", "UMAP_BUFSIZE": str(2 * (4 << 20) // 4096), "UMAP_READ_AHEAD": "0"}
+    fills = {keys: result_line(run(program, *args, "--keys", keys, env=whole))["stats"]["fills"]
+             for keys in ("uniform", "zipf")}
+    assert fills["zipf"] < 0.8 * fills["uniform"], fills
+
+
 def test_generated_data_is_reused(data_dir):
     args = ["--size-mib", "2", "--data-dir", str(data_dir)]
     assert run("kv", "--generate", *args).returncode == 0
@@ -182,6 +203,10 @@ def test_unknown_option_is_a_usage_error(program):
     ("kv", ["--benchmark", "readseq", "--seconds", "1"], "--seconds"),
     ("kv", ["--benchmark", "readrandom", "--passes", "2"], "--passes"),
     ("kv", ["--benchmark", "readreverse", "--passes", "0"], "--passes"),
+    ("kv", ["--benchmark", "readseq", "--keys", "zipf"], "--keys"),
+    ("lookup", ["--keys", "pareto"], "--keys"),
+    ("lookup", ["--keys", "zipf", "--zipf-exponent", "1"], "--zipf-exponent"),
+    ("randio", ["--keys", "zipf", "--zipf-exponent", "0"], "--zipf-exponent"),
 ])
 def test_bad_value_names_the_option(program, args, named, tmp_path):
     proc = run(program, *args, "--data-dir", str(tmp_path))

@@ -3,7 +3,8 @@
 
 Random gathers (a[indices].sum() in batches) over a file of float64 whose element i is i % 4096, so every
 batch's sum is an exact integer that can be checked. Threads split the batches (numpy releases the GIL).
-A run gathers --gathers elements, or as many batches as fit in --seconds. Metric: elements gathered a second.
+A run gathers --gathers elements, or as many batches as fit in --seconds. The indices are uniform, or with
+--keys zipf skewed as workloads/common/keys.cpp skews the native workloads' keys. Metric: elements gathered a second.
 With full validation (AUTOPAGER_VALIDATE unset or full) a chunked reduction (a.sum()) then reads the whole
 file, untimed, and checks it; AUTOPAGER_VALIDATE=checksum skips it. The last line of stdout is the result as
 JSON.
@@ -42,7 +43,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="worker threads")
     parser.add_argument("--mmap", action="store_true", help="use numpy.memmap instead of autopager.memmap")
     parser.add_argument("--generate", action="store_true", help="only make the data (reused when present)")
+    parser.add_argument("--keys", choices=("uniform", "zipf"), default="uniform",
+                        help="how batches choose elements: uniform, or zipf (skewed, --zipf-exponent)")
+    parser.add_argument("--zipf-exponent", type=float, default=0.99,
+                        help="with --keys zipf: rank r's weight is 1/(r+1)^exponent, 0 < exponent < 1")
     args = parser.parse_args(argv)
+    if not 0 < args.zipf_exponent < 1:
+        parser.error(f"--zipf-exponent must be above 0 and below 1, got {args.zipf_exponent}")
     for name in ("size_mib", "gathers", "batch", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
@@ -89,22 +96,61 @@ def open_array(path: str, elements: int, kernel_mmap: bool) -> np.ndarray:
     return autopager.memmap(path, dtype=np.float64, mode="r", shape=(elements,))
 
 
-def gather_batch(array: np.ndarray, number: int, size: int) -> str | None:
+def mix64(x: np.ndarray) -> np.ndarray:
+    """workloads/common/random.hpp's mix64 (SplitMix64's finalizer) of each element."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+class Zipf:
+    """Ranks with weight 1/(r+1)^exponent over ``keys`` keys, scattered over them by a hash: KeyChooser::zipf of
+    workloads/common/keys.cpp (Gray et al.'s closed form), here over numpy's uniform draws."""
+
+    EXACT_TERMS = 1 << 20
+
+    def __init__(self, keys: int, exponent: float):
+        self.keys, self.exponent = keys, exponent
+        self.zeta = self.harmonic(keys)
+        self.alpha = 1 / (1 - exponent)
+        self.eta = (1 - (2 / keys) ** (1 - exponent)) / (1 - self.harmonic(2) / self.zeta)
+
+    def harmonic(self, n: int) -> float:
+        exact = min(n, self.EXACT_TERMS)
+        total = float(np.sum(np.arange(1, exact + 1, dtype=np.float64) ** -self.exponent))
+        if n > exact:
+            a, b = exact + 0.5, n + 0.5
+            total += (b ** (1 - self.exponent) - a ** (1 - self.exponent)) / (1 - self.exponent)
+        return total
+
+    def indices(self, u: np.ndarray) -> np.ndarray:
+        uz = u * self.zeta
+        ranks = (self.keys * (self.eta * u - self.eta + 1) ** self.alpha).astype(np.uint64)
+        ranks = np.where(uz < 1 + 0.5 ** self.exponent, np.uint64(1), ranks)
+        ranks = np.where(uz < 1, np.uint64(0), np.minimum(ranks, np.uint64(self.keys - 1)))
+        return (mix64(ranks ^ np.uint64(0x5A1F)) % np.uint64(self.keys)).astype(np.int64)
+
+
+def gather_batch(array: np.ndarray, number: int, size: int, zipf: Zipf | None = None) -> str | None:
     """Gather batch ``number`` (its indices depend on the number alone) and check its sum: what went wrong, or None."""
-    indices = np.random.default_rng([SEED, number]).integers(0, array.shape[0], size=size, dtype=np.int64)
+    rng = np.random.default_rng([SEED, number])
+    indices = zipf.indices(rng.random(size)) if zipf else rng.integers(0, array.shape[0], size=size, dtype=np.int64)
     gathered, expected = float(array[indices].sum()), int((indices % PERIOD).sum())
     return None if gathered == expected else f"batch {number} summed to {gathered:.0f}, expected {expected}"
 
 
-def gather_counted(array: np.ndarray, gathers: int, batch: int, pool: ThreadPoolExecutor) -> tuple[int, list[str]]:
+def gather_counted(array: np.ndarray, gathers: int, batch: int, pool: ThreadPoolExecutor,
+                   zipf: Zipf | None) -> tuple[int, list[str]]:
     """Batches 0, 1, ... of ``gathers`` random elements in all: how many were gathered, and what failed."""
     sizes = [min(batch, gathers - start) for start in range(0, gathers, batch)]
-    problems = pool.map(lambda number: gather_batch(array, number, sizes[number]), range(len(sizes)))
+    problems = pool.map(lambda number: gather_batch(array, number, sizes[number], zipf), range(len(sizes)))
     return gathers, [problem for problem in problems if problem]
 
 
-def gather_for(array: np.ndarray, seconds: float, batch: int, threads: int,
-               pool: ThreadPoolExecutor) -> tuple[int, list[str]]:
+def gather_for(array: np.ndarray, seconds: float, batch: int, threads: int, pool: ThreadPoolExecutor,
+               zipf: Zipf | None) -> tuple[int, list[str]]:
     """Batches 0, 1, ... until ``seconds`` have passed, the threads taking the next number each: how many elements
     were gathered, and what failed."""
     deadline, numbers = time.perf_counter() + seconds, itertools.count()
@@ -112,7 +158,7 @@ def gather_for(array: np.ndarray, seconds: float, batch: int, threads: int,
     def worker() -> tuple[int, list[str]]:
         done, problems = 0, []
         while not done or time.perf_counter() < deadline:
-            problem = gather_batch(array, next(numbers), batch)
+            problem = gather_batch(array, next(numbers), batch, zipf)
             problems += [problem] if problem else []
             done += batch
         return done, problems
@@ -145,13 +191,14 @@ def run(args: argparse.Namespace) -> int:
         generate(path, elements)
         return 0
     array = np.asarray(open_array(path, elements, args.mmap))
+    zipf = Zipf(elements, args.zipf_exponent) if args.keys == "zipf" else None
     with ThreadPoolExecutor(max_workers=args.threads) as pool:
         start = time.perf_counter()
         if args.seconds > 0:
-            gathered, problems = gather_for(array, args.seconds, args.batch, args.threads, pool)
+            gathered, problems = gather_for(array, args.seconds, args.batch, args.threads, pool, zipf)
             checksum = "time-boxed, every batch checked"
         else:
-            gathered, problems = gather_counted(array, args.gathers, args.batch, pool)
+            gathered, problems = gather_counted(array, args.gathers, args.batch, pool, zipf)
             checksum = f"gathered {gathered} elements, every batch checked"
         seconds = time.perf_counter() - start
         stats = pager_stats(args.mmap)

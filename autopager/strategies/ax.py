@@ -4,7 +4,8 @@ Ax searches a continuous box, which keeps its model fitting and acquisition fast
 parameters, and linear constraints, make each step many times slower): each parameter is searched by its
 position in the space's sampled values, rounded to the nearest one. When both watermarks are searched, the
 low one is searched as a share of the values below the high one, so every proposal keeps
-``evict_low_water < evict_high_water`` without a constraint.
+``evict_low_water < evict_high_water`` without a constraint. A categorical parameter (``eviction``: names with
+no order) is Ax's unordered choice parameter, searched by its names.
 Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome, also
 while trials it proposed are running (with several workers the defaults' first run ends after the first Sobol
 trials were asked for).
@@ -63,12 +64,14 @@ def bounds(dimension: Dimension) -> tuple[float, float]:
     return 0.0, len(dimension.values) - 1.0
 
 
-def decode(dimension: Dimension, position: float) -> int:
+def decode(dimension: Dimension, position: Any) -> Any:
+    if dimension.categorical:
+        return position
     return dimension.values[min(max(round(position), 0), len(dimension.values) - 1)]
 
 
-def encode(dimension: Dimension, value: int) -> float:
-    return float(dimension.values.index(value))
+def encode(dimension: Dimension, value: Any) -> Any:
+    return value if dimension.categorical else float(dimension.values.index(value))
 
 
 def lows_below(dimension: Dimension, high: int) -> list[int]:
@@ -81,7 +84,7 @@ class AxStrategy(Strategy):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import torch
-            from ax import Client, RangeParameterConfig
+            from ax import ChoiceParameterConfig, Client, RangeParameterConfig
         quiet_ax()
         if settings.get("threads"):
             torch.set_num_threads(int(settings["threads"]))
@@ -93,14 +96,16 @@ class AxStrategy(Strategy):
         if not space.dimensions:
             return
         self.low_share = LOW in space.dimensions and HIGH in space.dimensions
-        boxes = {name: bounds(dimension) for name, dimension in space.dimensions.items()}
+        boxes = {name: bounds(dimension) for name, dimension in space.dimensions.items() if not dimension.categorical}
         if self.low_share:
             del boxes[LOW]
             boxes[LOW_SHARE] = (0.0, 1.0)
+        choices = [ChoiceParameterConfig(name=name, values=list(dimension.values), parameter_type="str", is_ordered=False)
+                   for name, dimension in space.dimensions.items() if dimension.categorical]
         self.client = Client(random_seed=seed)
         self.client.configure_experiment(
             parameters=[RangeParameterConfig(name=name, bounds=box, parameter_type="float")
-                        for name, box in boxes.items()], name="autopager")
+                        for name, box in boxes.items()] + choices, name="autopager")
         self.client.configure_optimization(objective=OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}")
 
     def generation_strategy(self):
@@ -128,7 +133,7 @@ class AxStrategy(Strategy):
             searched[LOW] = lows[round(point[LOW_SHARE] * (len(lows) - 1))]
         return self.space.complete(searched)
 
-    def to_point(self, params: Mapping[str, Any]) -> dict[str, float]:
+    def to_point(self, params: Mapping[str, Any]) -> dict[str, Any]:
         point = {name: encode(dimension, params[name]) for name, dimension in self.space.dimensions.items()
                  if name != LOW or not self.low_share}
         if self.low_share:

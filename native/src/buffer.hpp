@@ -41,6 +41,7 @@ class Buffer {
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t low_water() const { return low_water_; }
   EvictionPolicy& policy() { return *policy_; }
+  const EvictionPolicy& policy() const { return *policy_; }
   // Serializes every change of one page's state (fill, write-back, eviction). Consecutive pages share a
   // stripe up to 256 KiB, so that a run of small pages (an 8 MiB write-back, a read-ahead run) takes a few
   // stripes, not one a page: at most 32, within the 64 locks a thread ThreadSanitizer follows.

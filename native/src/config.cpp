@@ -49,14 +49,14 @@ constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN", 0, kM
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, kMaxFaultEvents};
 constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", 0, 1, "", true};
 constexpr Parameter kKeepWrites{"keep_writes", "UMAP_KEEP_WRITES", 0, 1, "", true};
-// Read by name (none, lz4, zstd) or by its index, which is what the limits give (read_compression).
-constexpr Parameter kCompression{"compression", "UMAP_COMPRESSION", 0, 2, "", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ", 0, kMaxMonitorInterval, "seconds"};
 constexpr const Parameter* kParameters[] = {&kPageSize,    &kFillers,   &kEvictors,    &kBuffer,     &kHighWater,
                                             &kLowWater,    &kRetain,    &kReadAhead,   &kReadAheadRun,
-                                            &kFaultEvents, &kDirectIo,  &kKeepWrites,  &kCompression, &kMonitor};
+                                            &kFaultEvents, &kDirectIo,  &kKeepWrites,  &kMonitor};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
+constexpr const char* kEvictionEnv = "UMAP_EVICTION";
+constexpr const char* kEvictionNames[] = {"fifo", "hotfifo", "s3fifo", "clock"};
 // UMap's paper spells this one without the underscores; both are read.
 constexpr const char* kFaultEventsAlias = "UMAP_MAXFAULTEVENTS";
 
@@ -145,6 +145,15 @@ void read_compression(Compression* compression) {
 
 }  // namespace
 
+const char* eviction_name(Eviction eviction) { return kEvictionNames[static_cast<unsigned>(eviction)]; }
+
+Eviction eviction_from_name(const std::string& name) {
+  for (unsigned i = 0; i < sizeof kEvictionNames / sizeof *kEvictionNames; ++i)
+    if (strcasecmp(name.c_str(), kEvictionNames[i]) == 0) return static_cast<Eviction>(i);
+  throw ConfigError(std::string("eviction (") + kEvictionEnv + ") = \"" + name +
+                    "\" is not an eviction policy; allowed: fifo, hotfifo, s3fifo, clock");
+}
+
 const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
 
 std::size_t system_page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
@@ -213,6 +222,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kKeepWrites, &c.keep_writes);
   read_log_level(&c.log_level);
   read_compression(&c.compression);
+  if (const char* eviction = std::getenv(kEvictionEnv)) c.eviction = eviction_from_name(eviction);
   c.validate();
   return c;
 }
@@ -241,6 +251,8 @@ void Config::validate() const {
     refuse(kLowWater, evict_low_water, "not below the high water mark", allowed.str());
   }
   check_range(kRetain, evict_retain);
+  if (static_cast<unsigned>(eviction) >= sizeof kEvictionNames / sizeof *kEvictionNames)
+    throw ConfigError("eviction (UMAP_EVICTION) out of range; allowed: fifo, hotfifo, s3fifo, clock");
   check_range(kReadAhead, read_ahead);
   if (read_ahead_run < sys || read_ahead_run > kReadAheadRun.max || read_ahead_run % sys != 0) {
     refuse(kReadAheadRun, read_ahead_run,
@@ -269,7 +281,7 @@ std::string Config::to_string() const {
   out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
-      << ", \"evict_retain\": " << evict_retain
+      << ", \"evict_retain\": " << evict_retain << ", \"eviction\": \"" << eviction_name(eviction) << "\""
       << ", \"read_ahead\": " << read_ahead << ", \"read_ahead_run\": " << read_ahead_run
       << ", \"max_fault_events\": " << max_fault_events << ", \"direct_io\": " << (direct_io ? 1 : 0)
       << ", \"keep_writes\": " << (keep_writes ? 1 : 0)

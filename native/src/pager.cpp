@@ -48,7 +48,8 @@ class PagerImpl {
       : memory_(plan_page_memory(validated(config))),
         config_(with_fillers(config, memory_.fillers)),
         buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water,
-                make_fifo_policy(memory_.resident_pages * config_.evict_retain / 100)),
+                make_eviction_policy(config_.eviction, memory_.resident_pages,
+                                     memory_.resident_pages * config_.evict_retain / 100)),
         paging_(config_, uffd_, buffer_, stats_),
         fillers_(config_, memory_, uffd_, paging_, regions_, stats_),
         evictors_(config_.evictors, config_.page_size, buffer_, paging_),
@@ -276,6 +277,11 @@ class PagerImpl {
     Stats s = stats_.snapshot(buffer_.resident());
     s.page_size = config_.page_size;
     s.read_ahead_run_pages = memory_.run_pages;
+    const PolicyStats policy = buffer_.policy().stats();
+    s.policy_refaults = policy.refaults;
+    s.policy_promotions = policy.promotions;
+    s.policy_second_chances = policy.second_chances;
+    s.policy_demotions = policy.demotions;
     return s;
   }
   const Config& config() const { return config_; }

@@ -290,7 +290,10 @@ void Paging::resolve_write(Region& region, std::uint64_t page, int stream_direct
     for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kDirty);
     stats_.dirty_pages.fetch_add(count, std::memory_order_relaxed);
     // Clearing wakes the writer.
-    if (uffd_.write_protect(region.page_address(first), count * region.page_size, WriteProtect::kNo) == 0) return;
+    if (uffd_.write_protect(region.page_address(first), count * region.page_size, WriteProtect::kNo) == 0) {
+      buffer_.policy().on_write(region, page);
+      return;
+    }
     // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
     for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kClean);
     stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);

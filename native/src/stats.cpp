@@ -71,6 +71,8 @@ std::string Stats::to_json() const {
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
       << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
       << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages
+      << ", \"policy_refaults\": " << policy_refaults << ", \"policy_promotions\": " << policy_promotions
+      << ", \"policy_second_chances\": " << policy_second_chances << ", \"policy_demotions\": " << policy_demotions
       << ", \"fault_service_mean_us\": " << fault_service_mean_us
       << ", \"fault_service_p99_us\": " << fault_service_p99_us << "}";
   return out.str();

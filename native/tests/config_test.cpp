@@ -244,6 +244,24 @@ TEST(Config, ZeroTurnsReadAheadDirectIoAndTheRetainedShareOff) {
   EXPECT_EQ(c.evict_retain, 60u);
 }
 
+// The eviction policy by name, in any case, FIFO by default; another name is refused naming the variable and
+// the policies, and the policy shows in the configuration's text.
+TEST(Config, EvictionPolicyFromTheEnvironment) {
+  EnvGuard env;
+  EXPECT_EQ(Config::defaults().eviction, Eviction::kFifo);
+  env.set("UMAP_EVICTION", "S3FIFO");
+  Config c = Config::from_environment();
+  EXPECT_EQ(c.eviction, Eviction::kS3Fifo);
+  EXPECT_NE(c.to_string().find("\"eviction\": \"s3fifo\""), std::string::npos) << c.to_string();
+  for (const char* name : {"fifo", "hotfifo", "clock"}) {
+    env.set("UMAP_EVICTION", name);
+    EXPECT_STREQ(eviction_name(Config::from_environment().eviction), name);
+  }
+  std::string why = env_refusal("UMAP_EVICTION", "lru");
+  EXPECT_NE(why.find("eviction (UMAP_EVICTION) = \"lru\""), std::string::npos) << why;
+  EXPECT_NE(why.find("fifo, hotfifo, s3fifo, clock"), std::string::npos) << why;
+}
+
 TEST(Config, MonitorIntervalAndLogLevelFromTheEnvironment) {
   EnvGuard env;
   env.set("UMAP_MONITOR_FREQ", "3");

@@ -91,9 +91,14 @@ TEST_P(ReadErrors, AFileTruncatedWhileMappedIsSigbusPastItsEnd) {
   const std::size_t page = system_page_size();
   ScratchFile file(kPages * page);
   auto store = std::make_shared<FaultyFileStore>(file.path(), through_ring());
-  Pager pager(small_config(page, 4));
+  // Page 10, read past the end below, is never read before: absent under every eviction policy (one that
+  // keeps pages faulted again could keep it resident, and a resident page is read without a fault).
+  Config config = small_config(page, 4);
+  config.read_ahead = 0;
+  Pager pager(config);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(store, kPages * page, PROT_READ));
-  for (std::size_t i = 0; i < kPages * page; i += 64) ASSERT_EQ(bytes[i], pattern_byte(i, 1));
+  for (std::size_t i = 0; i < kPages * page; i += 64)
+    if (i / page != 10) ASSERT_EQ(bytes[i], pattern_byte(i, 1));
   const std::size_t end = 4 * page + page / 2;
   ASSERT_EQ(truncate(file.path().c_str(), static_cast<off_t>(end)), 0);
   Access past = read_catching_sigbus(bytes + 10 * page + 1);

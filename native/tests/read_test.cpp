@@ -205,6 +205,45 @@ TEST(Eviction, RetainedPagesOutliveALoopOverMoreThanTheBuffer) {
   }
 }
 
+// A few pages read over and over among a scan far larger than the buffer: FIFO evicts them in fill order and
+// reads them again and again; every other policy notices their refaults and keeps them longer.
+TEST(Eviction, PoliciesThatSeeRefaultsKeepHotPagesThroughAScan) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::size_t buffer = 32, hot = 4, scanned = 16 * buffer;
+  ScratchFile file((hot + scanned) * page);
+  std::uint64_t fifo_fills = 0;
+  for (Eviction eviction : {Eviction::kFifo, Eviction::kHotFifo, Eviction::kS3Fifo, Eviction::kClock}) {
+    Config config = small_config(page, buffer);
+    config.read_ahead = 0;
+    config.eviction = eviction;
+    Pager pager(config);
+    auto* bytes =
+        static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), (hot + scanned) * page, PROT_READ));
+    std::uint64_t wrong = 0;
+    for (std::size_t p = hot; p < hot + scanned; ++p) {
+      wrong += bytes[p * page] != pattern_byte(p * page, 1);
+      for (std::size_t h = 0; h < hot; ++h) wrong += bytes[h * page + p] != pattern_byte(h * page + p, 1);
+    }
+    EXPECT_EQ(wrong, 0u) << eviction_name(eviction);
+    const Stats stats = pager.stats();
+    if (eviction == Eviction::kFifo) {
+      fifo_fills = stats.fills;
+      EXPECT_EQ(stats.policy_refaults, 0u);
+    } else {
+      EXPECT_LT(stats.fills, fifo_fills) << eviction_name(eviction);
+      EXPECT_GT(stats.policy_refaults, 0u) << eviction_name(eviction);
+    }
+    std::printf("%s: %llu fills, %llu refaults, %llu promotions, %llu second chances, %llu demotions\n",
+                eviction_name(eviction), static_cast<unsigned long long>(stats.fills),
+                static_cast<unsigned long long>(stats.policy_refaults),
+                static_cast<unsigned long long>(stats.policy_promotions),
+                static_cast<unsigned long long>(stats.policy_second_chances),
+                static_cast<unsigned long long>(stats.policy_demotions));
+    EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+  }
+}
+
 TEST(ReadFaults, PrefetchBringsInListedPagesAsynchronously) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();

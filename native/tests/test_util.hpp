@@ -75,6 +75,8 @@ inline Config small_config(std::size_t page_size, std::uint64_t buffer_pages, un
   c.fillers = threads;
   c.evictors = threads;
   c.max_fault_events = threads;
+  // ctest runs the torture and fault tests once more under each eviction policy (tests/CMakeLists.txt).
+  if (const char* eviction = std::getenv("UMAP_EVICTION")) c.eviction = eviction_from_name(eviction);
   return c;
 }
 

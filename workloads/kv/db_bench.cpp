@@ -9,6 +9,7 @@ void add_db_bench_options(Options& options, const std::string& size_help) {
   options.add("lookups", "100000", "number of lookups of readrandom");
   options.add("seconds", "0", "readrandom: look up for this many seconds, as many as fit, instead of --lookups (0: --lookups)");
   options.add("passes", "1", "readseq, readreverse: scan every record this many times, one scan after another");
+  add_key_options(options);
 }
 
 DbBench read_db_bench_options(const Options& options) {
@@ -24,6 +25,8 @@ DbBench read_db_bench_options(const Options& options) {
   bench.seconds = options.real("seconds", 0, 86400);
   if (bench.seconds > 0 && !bench.random()) throw UsageError("option --seconds is for readrandom; a scan reads every record");
   if (bench.passes > 1 && bench.random()) throw UsageError("option --passes is for readseq and readreverse");
+  if (options.text("keys") != "uniform" && !bench.random()) throw UsageError("option --keys is for readrandom");
+  bench.keys = KeyChooser::from_options(options, bench.layout.records);
   return bench;
 }
 

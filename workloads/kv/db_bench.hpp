@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "keys.hpp"
 #include "kv_file.hpp"
 #include "options.hpp"
 #include "workload.hpp"
@@ -18,6 +19,7 @@ struct DbBench {
   std::uint64_t operations = 0;  // records read by a scan, or lookups
   double seconds = 0;            // readrandom: look up for this long, as many as fit (0: `operations`)
   std::uint64_t passes = 1;      // readseq, readreverse: whole scans of the records, one after another
+  KeyChooser keys = KeyChooser::uniform(1);  // readrandom: the records looked up (--keys)
 
   bool random() const { return benchmark == "readrandom"; }
   bool reverse() const { return benchmark == "readreverse"; }

@@ -77,10 +77,9 @@ Tally scan(const Store& store, bool reverse) {
   return {value_sum, errors};
 }
 
-// readrandom: lookup j searches the key of record mix64(seed + j) mod records (the same lookups for any
-// thread count).
-void lookup(const Store& store, std::uint64_t j, Tally& tally) {
-  const std::uint64_t wanted = mix64(kQuerySeed + j) % store.layout.records;
+// readrandom: lookup j searches the key of record keys.key(seed, j) (the same lookups for any thread count).
+void lookup(const Store& store, const KeyChooser& keys, std::uint64_t j, Tally& tally) {
+  const std::uint64_t wanted = keys.key(kQuerySeed, j);
   char key[kKeyBytes];
   make_key(wanted, key);
   const std::uint64_t found = store.find(key);
@@ -107,7 +106,7 @@ Result run(const Options& options, const Settings& settings) {
   MappedFile data(files.data, /*writable=*/false, settings.backend);
   MappedFile index(files.index, /*writable=*/false, settings.backend);
   const Store store{data.as<const char>(), index.as<const char>(), layout};
-  const auto looker = [&] { return [&](std::uint64_t j, Tally& tally) { lookup(store, j, tally); }; };
+  const auto looker = [&] { return [&](std::uint64_t j, Tally& tally) { lookup(store, bench.keys, j, tally); }; };
   Tally tally;
   Stopwatch timer;
   std::uint64_t operations = bench.operations;

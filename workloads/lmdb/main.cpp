@@ -140,12 +140,12 @@ Tally scan(const Environment& db, const KvLayout& layout, bool reverse) {
   return {value_sum, errors};
 }
 
-// readrandom: lookup j gets the key of record mix64(seed + j) mod records (the same lookups for any
-// thread count), in a read transaction of its thread.
+// readrandom: lookup j gets the key of record keys.key(seed, j) (the same lookups for any thread count), in a
+// read transaction of its thread.
 class Reader {
  public:
-  Reader(const Environment& db, const KvLayout& layout)
-      : db_(db), layout_(layout), open_(mdb_txn_begin(db.env, nullptr, MDB_RDONLY, &txn_) == MDB_SUCCESS) {}
+  Reader(const Environment& db, const KvLayout& layout, const KeyChooser& keys)
+      : db_(db), layout_(layout), keys_(keys), open_(mdb_txn_begin(db.env, nullptr, MDB_RDONLY, &txn_) == MDB_SUCCESS) {}
   ~Reader() {
     if (open_) mdb_txn_abort(txn_);
   }
@@ -153,7 +153,7 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   void operator()(std::uint64_t j, Tally& tally) const {
-    const std::uint64_t wanted = mix64(kQuerySeed + j) % layout_.records;
+    const std::uint64_t wanted = keys_.key(kQuerySeed, j);
     char key_bytes[kKeyBytes];
     make_key(wanted, key_bytes);
     MDB_val key{kKeyBytes, key_bytes}, data{};
@@ -167,6 +167,7 @@ class Reader {
  private:
   const Environment& db_;
   const KvLayout& layout_;
+  const KeyChooser& keys_;
   MDB_txn* txn_ = nullptr;
   const bool open_;
 };
@@ -205,7 +206,7 @@ Result run(const Options& options, const Settings& settings) {
   Tally tally;
   Stopwatch timer;
   std::uint64_t operations = bench.operations;
-  if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, [&] { return Reader(db, layout); });
+  if (bench.random()) operations = run_operations(bench.operations, bench.seconds, tally, [&] { return Reader(db, layout, bench.keys); });
   else
     for (std::uint64_t pass = 0; pass < bench.passes; ++pass) tally += scan(db, layout, bench.reverse());
   const double seconds = timer.seconds();

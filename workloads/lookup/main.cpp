@@ -1,12 +1,13 @@
 // lookup: DI-MMAP's lookup micro-benchmarks over mapped data: binary search of a sorted vector of keys
 // (--benchmark binsearch) and probes of an open-addressing hash table (--benchmark hash). Lookup j asks
-// for the key of entry mix64(seed + j) mod entries (the same keys for any thread count) and checks
-// what it finds. A run makes --lookups of them, or as many as fit in --seconds. Metric: lookups per second.
+// for the key of entry keys.key(seed, j) (--keys: uniform, or skewed; the same keys for any thread count)
+// and checks what it finds. A run makes --lookups of them, or as many as fit in --seconds. Metric: lookups per second.
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "datafile.hpp"
+#include "keys.hpp"
 #include "lookup_data.hpp"
 #include "mapping.hpp"
 #include "operations.hpp"
@@ -28,15 +29,17 @@ struct Tally {
   }
 };
 
-void binary_search(const std::uint64_t* keys, std::uint64_t entries, std::uint64_t j, Tally& tally) {
-  const std::uint64_t entry = mix64(kQuerySeed + j) % entries;
+void binary_search(const std::uint64_t* keys, std::uint64_t entries, const KeyChooser& chooser, std::uint64_t j,
+                   Tally& tally) {
+  const std::uint64_t entry = chooser.key(kQuerySeed, j);
   const std::uint64_t position = std::lower_bound(keys, keys + entries, key_of(entry)) - keys;
   tally.errors += position != entry;
   tally.sum += position;
 }
 
-void hash_probe(const HashSlot* slots, const HashTable& table, std::uint64_t j, Tally& tally) {
-  const std::uint64_t key = key_of(mix64(kQuerySeed + j) % table.entries);
+void hash_probe(const HashSlot* slots, const HashTable& table, const KeyChooser& chooser, std::uint64_t j,
+                Tally& tally) {
+  const std::uint64_t key = key_of(chooser.key(kQuerySeed, j));
   std::uint64_t slot = home_slot(key, table.capacity);
   for (std::uint64_t probes = 0; slots[slot].key != key && slots[slot].key != 0 && probes < table.capacity; ++probes) {
     slot = (slot + 1) & (table.capacity - 1);
@@ -58,6 +61,7 @@ Result run(const Options& options, const Settings& settings) {
   const SortedKeys keys = sorted_keys(settings.data_dir, size_mib);
   const HashTable table = hash_table(settings.data_dir, size_mib);
   const bool binsearch = benchmark == "binsearch";
+  const KeyChooser chooser = KeyChooser::from_options(options, binsearch ? keys.entries : table.entries);
   if (settings.generate_only) {
     if (binsearch) generate(keys); else generate(table);
     return {};
@@ -70,7 +74,7 @@ Result run(const Options& options, const Settings& settings) {
   const auto* slots = file.as<const HashSlot>();
   const auto lookup = [&] {
     return [&](std::uint64_t j, Tally& tally) {
-      if (binsearch) binary_search(sorted, keys.entries, j, tally); else hash_probe(slots, table, j, tally);
+      if (binsearch) binary_search(sorted, keys.entries, chooser, j, tally); else hash_probe(slots, table, chooser, j, tally);
     };
   };
   Tally tally;
@@ -94,5 +98,6 @@ int main(int argc, char** argv) {
   options.add("size-mib", "512", "size of the vector or table in MiB");
   options.add("lookups", "100000", "number of lookups");
   options.add("seconds", "0", "look up for this many seconds, as many as fit, instead of --lookups (0: --lookups)");
+  add_key_options(options);
   return workload_main(options, argc, argv, run);
 }

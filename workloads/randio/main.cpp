@@ -1,5 +1,5 @@
-// randio: the LRIOT pattern. Threads read (and with --write-percent also write) records chosen uniformly
-// at random across a mapped file. Record r holds the words record_word(r, w), so every read is checked
+// randio: the LRIOT pattern. Threads read (and with --write-percent also write) records chosen at random
+// across a mapped file, uniformly (LRIOT's) or skewed (--keys zipf). Record r holds the words record_word(r, w), so every read is checked
 // and a write stores the same bytes again (the file stays valid for the next run). Writes are written
 // back before the clock stops. Metric: MB/s of records read and written.
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datafile.hpp"
+#include "keys.hpp"
 #include "mapping.hpp"
 #include "random.hpp"
 #include "workload.hpp"
@@ -55,7 +56,8 @@ struct Tally {
   std::uint64_t errors = 0;
 };
 
-Tally random_io(char* base, std::uint64_t records, std::size_t record_bytes, std::uint64_t operations, unsigned write_percent) {
+Tally random_io(char* base, const KeyChooser& chooser, std::size_t record_bytes, std::uint64_t operations,
+                unsigned write_percent) {
   std::uint64_t record_sum = 0, writes = 0, errors = 0;
   const std::size_t words = record_bytes / 8;
 #pragma omp parallel reduction(+ : record_sum, writes, errors)
@@ -63,7 +65,7 @@ Tally random_io(char* base, std::uint64_t records, std::size_t record_bytes, std
     std::vector<std::uint64_t> buffer(words);
 #pragma omp for schedule(dynamic, 64)
     for (std::uint64_t j = 0; j < operations; ++j) {
-      const std::uint64_t record = mix64(kRecordSeed + j) % records;
+      const std::uint64_t record = chooser.key(kRecordSeed, j);
       char* where = base + record * record_bytes;
       if (mix64(kWriteSeed + j) % 100 < write_percent) {
         fill_record(record, buffer.data(), words);
@@ -87,6 +89,7 @@ Result run(const Options& options, const Settings& settings) {
   const unsigned write_percent = static_cast<unsigned>(options.integer("write-percent", 0, 100));
   const std::uint64_t bytes = size_mib << 20;
   if (bytes < record_bytes) throw UsageError("option --size-mib is smaller than one record");
+  const KeyChooser chooser = KeyChooser::from_options(options, bytes / record_bytes);
   const std::string path = file_path(settings, size_mib, record_bytes);
   if (settings.generate_only) {
     generate(path, bytes, record_bytes);
@@ -99,7 +102,7 @@ Result run(const Options& options, const Settings& settings) {
   Result result{"MB/s", 0, "maximize", "ok", "", ""};
   MappedFile file(path, /*writable=*/write_percent > 0, settings.backend);
   Stopwatch timer;
-  const Tally tally = random_io(file.as<char>(), bytes / record_bytes, record_bytes, operations, write_percent);
+  const Tally tally = random_io(file.as<char>(), chooser, record_bytes, operations, write_percent);
   file.flush();
   const double seconds = timer.seconds();
   result.stats = pager_statistics_json(settings.backend);
@@ -118,5 +121,6 @@ int main(int argc, char** argv) {
   options.add("record-size", "4096", "bytes a record (a power of two)");
   options.add("ops", "100000", "number of record reads and writes");
   options.add("write-percent", "0", "percentage of operations that write their record");
+  add_key_options(options);
   return workload_main(options, argc, argv, run);
 }

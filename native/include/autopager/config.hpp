@@ -25,6 +25,15 @@ enum class LogLevel : unsigned {
   kDebug = 3,    // also flushes and pinning
 };
 
+// Which resident page goes when the buffer is full (UMAP_EVICTION; native/src/policy/, docs/DESIGN.md "Eviction
+// policies"): what each keeps and the signal it keeps it by.
+enum class Eviction : unsigned {
+  kFifo = 0,     // fill order
+  kHotFifo = 1,  // DI-MMAP's hot-page FIFO: pages faulted again get a protected share
+  kS3Fifo = 2,   // S3-FIFO: a small probationary FIFO, a main FIFO, a ghost queue of recently evicted pages
+  kClock = 3,    // CLOCK: a second chance for pages referenced since the hand passed (refaults, first writes)
+};
+
 struct Config {
   std::size_t page_size = 0;        // bytes an isolated fault reads; a multiple of the system page (page_size_for_buffer)
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
@@ -33,7 +42,8 @@ struct Config {
   unsigned evict_high_water = 90;   // % of the buffer at which eviction starts
   unsigned evict_low_water = 70;    // % at which it stops; < evict_high_water
   unsigned evict_retain = 0;        // % of the buffer kept by the first pages filled, evicted only when no
-                                    // other page is left (policy/eviction_policy.hpp); 0: plain FIFO
+                                    // other page is left (policy/eviction_policy.hpp); 0: none
+  Eviction eviction = Eviction::kFifo;  // the policy for the pages not retained
   unsigned read_ahead = 0;          // reads kept in flight along a sequential stream (read_ahead.hpp); defaults(): 2
   std::size_t read_ahead_run = std::size_t{4} << 20;  // most bytes one read-ahead read covers (whole pages of
                                                       // page_size; at most a quarter of a filler's read slots)
@@ -73,7 +83,12 @@ std::size_t system_page_size();
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
 
-// One parameter's limits as Config::validate checks them (autopager/params.py holds the same table).
+const char* eviction_name(Eviction eviction);
+// The policy named (fifo, hotfifo, s3fifo, clock; any case); throws ConfigError naming UMAP_EVICTION otherwise.
+Eviction eviction_from_name(const std::string& name);
+
+// One numeric parameter's limits as Config::validate checks them (autopager/params.py holds the same table; the
+// categorical ones, eviction and compression, are checked by name).
 struct ParameterLimits {
   std::string name;  // as the tuner and the Python API name it
   std::string env;   // its UMAP_* variable
@@ -82,9 +97,9 @@ struct ParameterLimits {
   std::string unit;     // of its variable's value: "bytes", "pages", "percent", "seconds" or ""
   bool zero_turns_off;  // the variable set to 0 turns it off; otherwise 0 leaves it as it was
 };
-// Every parameter's limits. Beyond them: page_size is a multiple of the system page; buffer_size's max is
-// for pages of the system page (physical memory), its pages are of page_size; evict_low_water is below
-// evict_high_water.
+// Every numeric parameter's limits. Beyond them: page_size and read_ahead_run are multiples of the system page;
+// buffer_size's max is for pages of the system page (physical memory), its pages are of page_size;
+// evict_low_water is below evict_high_water.
 std::vector<ParameterLimits> parameter_limits();
 unsigned hardware_threads();
 

@@ -21,6 +21,11 @@ struct Stats {
   std::uint64_t read_errors = 0;       // faults failed with SIGBUS (a read error, a page past the store's end)
   std::uint64_t resident_pages = 0;    // now
   std::uint64_t dirty_pages = 0;       // now
+  // How the eviction policy's queues served (UMAP_EVICTION; native/src/policy/eviction_policy.hpp, PolicyStats).
+  std::uint64_t policy_refaults = 0;       // fills of pages it remembered as evicted lately
+  std::uint64_t policy_promotions = 0;     // pages moved into its protected queue (hot FIFO, S3-FIFO's main)
+  std::uint64_t policy_second_chances = 0; // pages kept at its hand because referenced since
+  std::uint64_t policy_demotions = 0;      // protected pages evicted because that queue was over its share
   double fault_service_mean_us = 0;    // from reading the fault to waking the faulting thread
   double fault_service_p99_us = 0;
 

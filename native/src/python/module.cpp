@@ -38,6 +38,10 @@ py::dict stats_to_dict(const Stats& stats) {
   out["read_errors"] = stats.read_errors;
   out["resident_pages"] = stats.resident_pages;
   out["dirty_pages"] = stats.dirty_pages;
+  out["policy_refaults"] = stats.policy_refaults;
+  out["policy_promotions"] = stats.policy_promotions;
+  out["policy_second_chances"] = stats.policy_second_chances;
+  out["policy_demotions"] = stats.policy_demotions;
   out["fault_service_mean_us"] = stats.fault_service_mean_us;
   out["fault_service_p99_us"] = stats.fault_service_p99_us;
   return out;
@@ -83,6 +87,10 @@ void bind_config(py::module_& m) {
       .def_readwrite("evict_high_water", &Config::evict_high_water)
       .def_readwrite("evict_low_water", &Config::evict_low_water)
       .def_readwrite("evict_retain", &Config::evict_retain)
+      .def_property(
+          "eviction", [](const Config& c) { return std::string(eviction_name(c.eviction)); },
+          [](Config& c, const std::string& name) { c.eviction = eviction_from_name(name); },
+          "The eviction policy: fifo, hotfifo, s3fifo or clock (ValueError naming UMAP_EVICTION otherwise).")
       .def_readwrite("read_ahead", &Config::read_ahead)
       .def_readwrite("read_ahead_run", &Config::read_ahead_run)
       .def_readwrite("max_fault_events", &Config::max_fault_events)

@@ -1,0 +1,18 @@
+#include "policy/eviction_policy.hpp"
+
+namespace autopager {
+
+std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uint64_t capacity_pages,
+                                                     std::uint64_t retained_pages) {
+  const std::uint64_t rest = capacity_pages > retained_pages ? capacity_pages - retained_pages : 1;
+  std::unique_ptr<EvictionPolicy> policy;
+  switch (eviction) {
+    case Eviction::kFifo: policy = make_fifo_policy(); break;
+    case Eviction::kHotFifo: policy = make_hot_fifo_policy(rest); break;
+    case Eviction::kS3Fifo: policy = make_s3fifo_policy(rest); break;
+    case Eviction::kClock: policy = make_clock_policy(rest); break;
+  }
+  return make_retaining_policy(std::move(policy), retained_pages);
+}
+
+}  // namespace autopager

@@ -1,0 +1,95 @@
+// DI-MMAP's buffer (Essen et al., "DI-MMAP: a scalable memory-map runtime for out-of-core data-intensive
+// applications"): pages enter a primary FIFO in fill order; a page leaving it that faulted again lately goes to
+// a hot-page FIFO instead of out, and a page pushed out of the hot FIFO (over its share) is evicted. DI-MMAP
+// counts a page's faults while it sits in its eviction queue, the window in which a fault takes the page back
+// without a read. Here a page leaves for good, and the window is a ghost queue of the last buffer's worth of
+// pages evicted: a fill of one of them is the fault DI-MMAP would have counted (the read is not saved; see
+// docs/DESIGN.md, "Eviction policies"). A first write (the write-protect fault) counts as a fault too.
+#include <mutex>
+
+#include "policy/eviction_policy.hpp"
+#include "policy/page_queue.hpp"
+#include "policy/use_signals.hpp"
+
+namespace autopager {
+namespace {
+
+// DI-MMAP's best share for the hot FIFO on BFS (its figure 13: 75% of the buffer, 1.48x over none).
+constexpr std::uint64_t kHotSharePercent = 75;
+
+class HotFifoPolicy final : public EvictionPolicy {
+ public:
+  explicit HotFifoPolicy(std::uint64_t capacity_pages)
+      : hot_budget_(capacity_pages * kHotSharePercent / 100), use_(capacity_pages, capacity_pages) {}
+
+  void on_fill(PageRef page) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool refault = use_.filled(key_of(page), counters_);
+    fifo_.push_back(Entry{std::move(page), refault});
+  }
+  void on_write(const Region& region, std::uint64_t page) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    use_.written(key_of(region, page));
+  }
+  void queue_for_eviction(PageRef page) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fifo_.push_back(Entry{std::move(page), false});
+  }
+
+  std::optional<PageRef> next_victim() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Ends: each turn evicts a page or moves one from fifo_ to hot_, which is evicted from once over its share.
+    for (;;) {
+      if (hot_.size() > hot_budget_ || fifo_.empty()) {
+        if (hot_.empty()) return std::nullopt;
+        if (hot_.size() > hot_budget_) PolicyCounters::add(counters_.demotions);
+        return leave(hot_);
+      }
+      Entry entry = std::move(fifo_.front());
+      fifo_.pop_front();
+      const bool written = use_.take_written(key_of(entry.page));
+      if (hot_budget_ > 0 && (entry.refaulted || written)) {
+        hot_.push_back(std::move(entry.page));
+        PolicyCounters::add(counters_.promotions);
+        continue;
+      }
+      fifo_.push_front(std::move(entry));
+      return leave(fifo_);
+    }
+  }
+
+  void forget_region(const Region& region) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    erase_region(fifo_, region);
+    erase_region(hot_, region);
+  }
+  PolicyStats stats() const override { return counters_.snapshot(); }
+
+ private:
+  struct Entry {
+    PageRef page;
+    bool refaulted;  // filled while the ghost queue remembered it
+  };
+  template <typename Queue>
+  PageRef leave(Queue& queue) {
+    PageRef victim = page_of(queue.front());
+    queue.pop_front();
+    use_.evicted(key_of(victim));
+    return victim;
+  }
+
+  const std::uint64_t hot_budget_;
+  std::mutex mutex_;
+  std::deque<Entry> fifo_;  // the primary FIFO, in fill order
+  PageQueue hot_;           // pages that faulted again, in the order they left fifo_
+  UseSignals use_;          // refaults within the last buffer's worth of evictions
+  PolicyCounters counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<EvictionPolicy> make_hot_fifo_policy(std::uint64_t capacity_pages) {
+  return std::make_unique<HotFifoPolicy>(capacity_pages);
+}
+
+}  // namespace autopager

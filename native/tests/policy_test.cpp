@@ -1,0 +1,211 @@
+// The eviction policies alone: a trace of fills, writes and evictions in, the victims out.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "policy/eviction_policy.hpp"
+
+namespace autopager {
+namespace {
+
+RegionPtr fake_region(std::uint64_t id, std::uint64_t pages) {
+  // Never mapped: the policies read only a region's id and compare its address.
+  return std::make_shared<Region>(id, nullptr, pages * 4096, 4096, nullptr, false, true, ReadAheadStreams(0, 1, 1));
+}
+
+class Trace {
+ public:
+  Trace(std::unique_ptr<EvictionPolicy> policy, std::uint64_t pages = 4096)
+      : policy_(std::move(policy)), region_(fake_region(1, pages)) {}
+
+  void fill(std::uint64_t first, std::uint64_t last) {
+    for (std::uint64_t p = first; p <= last; ++p) policy_->on_fill(PageRef{region_, p});
+  }
+  void write(std::uint64_t page) { policy_->on_write(*region_, page); }
+  std::vector<std::uint64_t> evict(std::size_t n) {
+    std::vector<std::uint64_t> out;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::optional<PageRef> victim = policy_->next_victim();
+      if (!victim) break;
+      out.push_back(victim->page);
+    }
+    return out;
+  }
+  EvictionPolicy& policy() { return *policy_; }
+  const RegionPtr& region() const { return region_; }
+
+ private:
+  std::unique_ptr<EvictionPolicy> policy_;
+  RegionPtr region_;
+};
+
+std::vector<std::uint64_t> range(std::uint64_t first, std::uint64_t last) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t p = first; p <= last; ++p) out.push_back(p);
+  return out;
+}
+std::vector<std::uint64_t> concat(std::vector<std::uint64_t> a, const std::vector<std::uint64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(FifoPolicy, EvictsInFillOrderAndAKeptBackVictimLast) {
+  Trace t(make_fifo_policy());
+  t.fill(0, 4);
+  EXPECT_EQ(t.evict(1), range(0, 0));
+  t.policy().queue_for_eviction(PageRef{t.region(), 0});
+  EXPECT_EQ(t.evict(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 0}));
+}
+
+// The first pages filled wait until the policy has nothing else, whatever the policy.
+TEST(RetainingPolicy, OffersTheFirstPagesFilledOnlyWhenNothingElseIsLeft) {
+  for (Eviction eviction : {Eviction::kFifo, Eviction::kHotFifo, Eviction::kS3Fifo, Eviction::kClock}) {
+    Trace t(make_eviction_policy(eviction, 1000, 3));
+    t.fill(0, 9);
+    std::vector<std::uint64_t> victims = t.evict(20);
+    ASSERT_EQ(victims.size(), 10u) << eviction_name(eviction);
+    EXPECT_EQ(std::vector<std::uint64_t>(victims.end() - 3, victims.end()), range(0, 2)) << eviction_name(eviction);
+    // Their places go to the next pages filled.
+    t.fill(10, 14);
+    EXPECT_EQ(t.evict(20).back(), 12u) << eviction_name(eviction);
+  }
+}
+
+// Every page filled or queued is offered once, through any mix of fills, refaults and writes, and a
+// forgotten region's pages never.
+TEST(EvictionPolicies, OfferEachResidentPageOnceAndNoneOfAForgottenRegion) {
+  for (Eviction eviction : {Eviction::kFifo, Eviction::kHotFifo, Eviction::kS3Fifo, Eviction::kClock}) {
+    auto policy = make_eviction_policy(eviction, 64, 0);
+    RegionPtr kept = fake_region(1, 1000), forgotten = fake_region(2, 1000);
+    std::multiset<std::uint64_t> resident;
+    std::uint64_t next = 0;
+    for (int step = 0; step < 2000; ++step) {
+      const std::uint64_t page = (next * 7919) % 300;  // revisits pages, so some fills are refaults
+      ++next;
+      if (resident.count(page) == 0) {
+        policy->on_fill(PageRef{kept, page});
+        resident.insert(page);
+        policy->on_fill(PageRef{forgotten, page});
+      }
+      if (step % 3 == 0) policy->on_write(*kept, page);
+      while (resident.size() > 64) {
+        std::optional<PageRef> victim = policy->next_victim();
+        ASSERT_TRUE(victim) << eviction_name(eviction);
+        if (victim->region == forgotten) continue;
+        ASSERT_EQ(resident.count(victim->page), 1u) << eviction_name(eviction) << " offered page " << victim->page;
+        resident.erase(victim->page);
+      }
+    }
+    policy->forget_region(*forgotten);
+    while (std::optional<PageRef> victim = policy->next_victim()) {
+      ASSERT_EQ(victim->region, kept) << eviction_name(eviction);
+      ASSERT_EQ(resident.count(victim->page), 1u) << eviction_name(eviction);
+      resident.erase(victim->page);
+    }
+    EXPECT_TRUE(resident.empty()) << eviction_name(eviction) << ": " << resident.size() << " pages never offered";
+  }
+}
+
+// DI-MMAP: pages that fault again go to the hot FIFO as they leave the fill-order FIFO, and leave after
+// every page that faulted once.
+TEST(HotFifoPolicy, PagesFaultedAgainOutstayPagesFaultedOnce) {
+  Trace t(make_hot_fifo_policy(1000));
+  t.fill(0, 7);
+  EXPECT_EQ(t.evict(8), range(0, 7));
+  t.fill(0, 3);  // refaults
+  t.fill(8, 11);
+  EXPECT_EQ(t.evict(8), concat(range(8, 11), range(0, 3)));
+  PolicyStats s = t.policy().stats();
+  EXPECT_EQ(s.refaults, 4u);
+  EXPECT_EQ(s.promotions, 4u);
+  EXPECT_EQ(s.demotions, 0u);
+}
+
+TEST(HotFifoPolicy, AWriteCountsAsAFault) {
+  Trace t(make_hot_fifo_policy(1000));
+  t.fill(0, 3);
+  t.write(1);
+  EXPECT_EQ(t.evict(4), (std::vector<std::uint64_t>{0, 2, 3, 1}));
+}
+
+// The hot FIFO holds at most 3/4 of the buffer: past that, its oldest page goes first.
+TEST(HotFifoPolicy, TheHotFifoOverItsShareEvictsItsOldest) {
+  Trace t(make_hot_fifo_policy(4));  // a hot share of 3 pages
+  t.fill(0, 3);
+  for (std::uint64_t p = 0; p < 4; ++p) t.write(p);
+  EXPECT_EQ(t.evict(4), range(0, 3));
+  PolicyStats s = t.policy().stats();
+  EXPECT_EQ(s.promotions, 4u);
+  EXPECT_EQ(s.demotions, 1u);
+}
+
+// S3-FIFO: a page refaulted within the ghost queue's window goes to the main FIFO and outstays the small
+// FIFO's pages while the small FIFO holds its share (a tenth of the buffer).
+TEST(S3FifoPolicy, ARefaultEntersTheMainFifo) {
+  Trace t(make_s3fifo_policy(100));
+  t.fill(0, 99);
+  EXPECT_EQ(t.evict(10), range(0, 9));
+  t.fill(0, 4);  // refaults
+  EXPECT_EQ(t.evict(100), concat(concat(range(10, 90), range(0, 4)), range(91, 99)));
+  PolicyStats s = t.policy().stats();
+  EXPECT_EQ(s.refaults, 5u);
+  EXPECT_EQ(s.promotions, 5u);
+}
+
+// A page written while in the small FIFO moves on to the main FIFO; written again there, it gets another round.
+TEST(S3FifoPolicy, AWrittenPageMovesOnAndIsKeptAnotherRound) {
+  Trace t(make_s3fifo_policy(20));  // a small FIFO of 2 pages
+  t.fill(0, 5);
+  t.write(1);
+  EXPECT_EQ(t.evict(4), (std::vector<std::uint64_t>{0, 2, 3, 4}));  // 1 moved to main; 5 alone in small
+  t.write(1);
+  t.fill(6, 7);
+  EXPECT_EQ(t.evict(4), (std::vector<std::uint64_t>{5, 6, 1, 7}));
+  PolicyStats s = t.policy().stats();
+  EXPECT_EQ(s.promotions, 1u);
+  EXPECT_EQ(s.second_chances, 1u);
+  EXPECT_EQ(s.refaults, 0u);
+}
+
+// The ghost queue remembers a main FIFO's worth of evictions, no more.
+TEST(S3FifoPolicy, TheGhostQueueForgetsAfterItsWindow) {
+  Trace t(make_s3fifo_policy(10));  // small 1, a ghost window of 9 evictions
+  t.fill(0, 1);
+  EXPECT_EQ(t.evict(2), range(0, 1));
+  t.fill(2, 9);
+  EXPECT_EQ(t.evict(8), range(2, 9));
+  t.fill(1, 1);  // 8 evictions after it left
+  EXPECT_EQ(t.policy().stats().refaults, 1u);
+  t.fill(0, 0);  // 9 after
+  EXPECT_EQ(t.policy().stats().refaults, 1u);
+}
+
+// CLOCK: the hand passes over a page that refaulted or was written, once.
+TEST(ClockPolicy, ARefaultedOrWrittenPageGetsOneMoreRound) {
+  Trace t(make_clock_policy(1000));
+  t.fill(0, 9);
+  EXPECT_EQ(t.evict(2), range(0, 1));
+  t.fill(0, 0);  // a refault
+  t.write(5);
+  EXPECT_EQ(t.evict(9), (std::vector<std::uint64_t>{2, 3, 4, 6, 7, 8, 9, 5, 0}));
+  PolicyStats s = t.policy().stats();
+  EXPECT_EQ(s.refaults, 1u);
+  EXPECT_EQ(s.second_chances, 2u);
+}
+
+TEST(EvictionNames, RoundTripAndRefuseOthersNamingTheVariable) {
+  for (Eviction eviction : {Eviction::kFifo, Eviction::kHotFifo, Eviction::kS3Fifo, Eviction::kClock})
+    EXPECT_EQ(eviction_from_name(eviction_name(eviction)), eviction);
+  EXPECT_EQ(eviction_from_name("S3FIFO"), Eviction::kS3Fifo);
+  try {
+    eviction_from_name("lru");
+    ADD_FAILURE() << "lru accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("eviction (UMAP_EVICTION) = \"lru\""), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace autopager
