@@ -35,6 +35,7 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from autopager.errors import ConfigError
@@ -135,11 +136,28 @@ def describe_exit(code: int, timed_out: bool, timeout: float) -> str:
     return f"exited with status {code}"
 
 
+KEEPER = "autopager-keeper"  # the pager's keeper (native/src/keeper/): it holds the program's stderr until done
+
+
+def only_keepers_hold(descriptors: list[int]) -> bool:
+    """Whether every other process holding these pipes is a keeper writing back the pages of a program that
+    died (it is in a session of its own, out of the run's process group, and ends when it is done)."""
+    pipes = {f"pipe:[{os.fstat(descriptor).st_ino}]" for descriptor in descriptors}
+    holders = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if any(os.readlink(fd) in pipes for fd in (entry / "fd").iterdir()):
+                holders.add(os.path.basename(os.readlink(entry / "exe")))
+    return bool(holders) and holders == {KEEPER}
+
+
 def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str, str, bool, float]:
     """The program's standard output and error, whether it was killed at ``timeout``, and when it ended
     (``time.perf_counter``). The run ends when the program's process ends: the pipes are read to their end, or,
     where something it left (a daemon) holds them open, for OUTPUT_GRACE seconds more; then what is left of its
-    process group is killed."""
+    process group is killed. Only a keeper still writing back the program's pages is waited for, up to ``timeout``."""
     pid_ready = os.pidfd_open(process.pid)
     selector = selectors.DefaultSelector()
     output: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
@@ -147,7 +165,7 @@ def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str,
         os.set_blocking(descriptor, False)
         selector.register(descriptor, selectors.EVENT_READ)
     selector.register(pid_ready, selectors.EVENT_READ)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = run_deadline = None if timeout is None else time.monotonic() + timeout
     timed_out, open_pipes = False, len(output)
     try:
         while open_pipes or process.returncode is None:
@@ -157,6 +175,8 @@ def read_to_exit(process: subprocess.Popen, timeout: float | None) -> tuple[str,
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 deadline = None
+            elif not events and only_keepers_hold(list(output)):
+                deadline = run_deadline  # a keeper writing back what the program left: its file is not done yet
             elif not events:  # the program ended OUTPUT_GRACE ago, and what it left holds the pipes
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)  # its leftovers in the group end with the run

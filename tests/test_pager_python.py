@@ -74,11 +74,14 @@ def test_direct_io_is_zero_or_one():
         autopager.Pager(direct_io=2)
 
 
-def test_eviction_is_a_policy_name_and_a_bad_one_names_the_variable():
-    with pytest.raises(ValueError, match=r'eviction \(UMAP_EVICTION\) = "lru"'):
+def test_eviction_is_a_policy_name_and_a_bad_one_names_the_variable(monkeypatch):
+    with pytest.raises(ValueError, match="^eviction=lru: not one of its values; allowed: one of fifo, hotfifo"):
         autopager.Pager(eviction="lru")
     with pytest.raises(ValueError, match="eviction=2"):
         autopager.Pager(eviction=2)
+    monkeypatch.setenv("UMAP_EVICTION", "lru")
+    with pytest.raises(ValueError, match=r'eviction \(UMAP_EVICTION\) = "lru"'):
+        autopager.Pager()
 
 
 def test_a_policy_that_sees_refaults_counts_them(tmp_path):

@@ -70,6 +70,7 @@ class NbdServer {
   void kill(int signal) {
     if (pid_ <= 0) return;
     ::kill(pid_, signal);
+    if (signal == SIGSTOP) waitpid(pid_, nullptr, WUNTRACED);  // stopped before it can answer another request
     if (signal == SIGKILL) {
       waitpid(pid_, nullptr, 0);
       pid_ = -1;
