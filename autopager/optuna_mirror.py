@@ -19,6 +19,7 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, load_study, runs
 from autopager.errors import ConfigError
+from autopager.params import CATEGORIES, typed
 from autopager.space import Space
 from autopager.studyview import locate, study_root
 
@@ -42,7 +43,10 @@ def distributions(study: StudyResult, optuna) -> dict[str, Any]:
     space = Space(study.config.get("space") or {}, study.config.get("baseline") or {})
     result = {}
     for name in study.searched:
-        seen = [int(v) for v in study.measured[name].dropna()]
+        seen = [typed(name, v) for v in study.measured[name].dropna()]
+        if name in CATEGORIES:
+            result[name] = optuna.distributions.CategoricalDistribution(CATEGORIES[name])
+            continue
         values = sorted(set(space.values(name)) | set(seen))
         steps = {b - a for a, b in zip(values, values[1:])}
         geometric = name in space.dimensions and len(steps) > 1 and values[0] > 0
@@ -53,7 +57,7 @@ def distributions(study: StudyResult, optuna) -> dict[str, Any]:
 def frozen_trial(study: StudyResult, row: pd.Series, spaces: dict[str, Any], optuna):
     state = {"ok": optuna.trial.TrialState.COMPLETE, "capped": optuna.trial.TrialState.PRUNED}.get(
         str(row.status), optuna.trial.TrialState.FAIL)
-    params = {name: int(row[name]) for name in spaces if pd.notna(row[name])}
+    params = {name: typed(name, row[name]) for name in spaces if pd.notna(row[name])}
     attributes = {"autopager_trial": int(row.trial), "kind": str(row.kind), "runs": runs(row),
                   "node": None if pd.isna(row.get("node")) else str(row.get("node")),
                   "error": None if pd.isna(row.get("error")) else str(row.get("error"))}

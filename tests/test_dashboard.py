@@ -57,7 +57,9 @@ def test_export_optuna_writes_one_trial_a_trial(study, tuner_home):
     assert [trial.user_attrs["autopager_trial"] for trial in exported] == list(trials.trial)
     for trial, (_, row) in zip(exported, trials.iterrows()):
         assert trial.state == optuna.trial.TrialState.COMPLETE and trial.value == pytest.approx(row.value)
-        assert trial.params["fillers"] == row.fillers and trial.user_attrs["kind"] == row.kind
+        assert trial.params and trial.user_attrs["kind"] == row.kind
+        assert all(value == (str(row[name]) if isinstance(value, str) else row[name])
+                   for name, value in trial.params.items()), (trial.params, row)
     code, out, err = autopager("export-optuna", f"synthetic/{NAME}", "--storage", storage)  # again: replaced
     assert code == 0 and len(optuna.load_study(study_name=f"synthetic/{NAME}", storage=storage).trials) == len(trials)
 

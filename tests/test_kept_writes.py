@@ -1,4 +1,4 @@
-"""Writes kept through the program's death (keep_writes, the default; DESIGN.md, "Pager: writes kept through the
+"""Writes kept through the program's death (keep_writes, UMAP_KEEP_WRITES=1; DESIGN.md, "Pager: writes kept through the
 process's death"): a Python program writes a file through autopager.memmap, or through its own mmap under
 `autopager exec`, and dies without a flush (os._exit, SIGKILL). Every byte it wrote must be in the file, as with
 the kernel's mmap, with a buffer much smaller than the file and with the default one. The program's stderr is a
@@ -49,6 +49,7 @@ MMAP_SCRIPT = """
 
 def environment() -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UMAP_") and k != "LD_PRELOAD"}
+    env["UMAP_KEEP_WRITES"] = "1"  # off by default (its cost: native/src/config.cpp)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     return env
 

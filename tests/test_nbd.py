@@ -90,7 +90,7 @@ def test_file_plugin_serves_the_file(tmp_path):
 def test_no_server_and_bad_compression_are_clear_errors(tmp_path):
     with pytest.raises(OSError, match="nbd.sock"):
         autopager.memmap(f"nbd+unix:///?socket={tmp_path}/nbd.sock", mode="r", **SMALL)
-    with pytest.raises(ValueError, match="compression='gzip'"):
+    with pytest.raises(ValueError, match="^compression=gzip: not one of its values; allowed: one of none, lz4, zstd"):
         autopager.Pager(compression="gzip", **SMALL)
 
 

@@ -79,6 +79,7 @@ def test_a_pager_whose_buffers_cannot_be_allocated_raises(tmp_path):
     script = textwrap.dedent("""
         import resource, errno
         import autopager
+        from autopager import _native  # loaded before the limit, with its libraries (libnbd's are large)
         with open("/proc/self/status") as status:
             vm_kib = next(int(line.split()[1]) for line in status if line.startswith("VmSize:"))
         limit = (vm_kib << 10) + (112 << 20)  # room for the threads (the watch too), not for a 256 MiB staging page

@@ -23,6 +23,7 @@ from autopager.confirmation import in_turn
 from autopager.errors import StudyError
 from autopager.kernel_mmap import mmap_runner
 from autopager.machine import read_ahead_of_disk
+from autopager.params import typed
 from autopager.runner import Runner
 from autopager.workloads import Workload
 from evaluation.kernel import disk_read_ahead_kib
@@ -50,7 +51,7 @@ def tuned_winner(plan: Plan, places: Places, workload: str, scale: str) -> tuple
     if tuned is None:
         raise StudyError(f"no confirmed search of {scale}/{workload} yet to measure beside the references")
     params = load_study(places.study(scale, workload, tuned.method)).confirmed()["params"]
-    return tuned.method, {name: int(value) for name, value in params.items()}
+    return tuned.method, {name: typed(name, value) for name, value in params.items()}
 
 
 def measure_side_by_side(spec: SideBySideSpec, plan: Plan, places: Places, timeout: float,

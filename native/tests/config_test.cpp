@@ -90,28 +90,29 @@ TEST(Config, DefaultBufferKeepsItsBytesWhenOnlyThePageSizeChanges) {
   EXPECT_EQ(c.buffer_pages, base.buffer_bytes() / c.page_size);
 }
 
-// The default page is the system page (read-ahead makes the unit a fault reads grow along streams), larger
-// only where the buffer would hold more than 4 Mi pages (the bound on the per-page bookkeeping).
-TEST(Config, PageSizeForBufferIsTheSystemPageUpToFourMiPages) {
+TEST(Config, PageSizeForBufferHoldsAThousandPagesUpToOneMiB) {
   const std::size_t sys = system_page_size();
-  const std::uint64_t most = std::uint64_t{1} << 22;
+  const std::uint64_t MiB = 1 << 20;
   EXPECT_EQ(page_size_for_buffer(0), sys);
   EXPECT_EQ(page_size_for_buffer(sys), sys);
-  EXPECT_EQ(page_size_for_buffer(std::uint64_t{1} << 30), sys);
-  EXPECT_EQ(page_size_for_buffer(most * sys), sys);
-  EXPECT_EQ(page_size_for_buffer((most + 1) * sys), 2 * sys);
-  EXPECT_EQ(page_size_for_buffer(4 * most * sys), 4 * sys);
-  for (std::uint64_t bytes = sys; bytes < (std::uint64_t{1} << 46); bytes = bytes * 3 + 1) {
+  EXPECT_EQ(page_size_for_buffer(1024 * sys - 1), sys);
+  EXPECT_EQ(page_size_for_buffer(8 * MiB), std::max<std::size_t>(sys, 8 << 10));
+  EXPECT_EQ(page_size_for_buffer(8 * MiB - 1), std::max<std::size_t>(sys, 4 << 10));
+  EXPECT_EQ(page_size_for_buffer(64 * MiB), std::max<std::size_t>(sys, 64 << 10));
+  EXPECT_EQ(page_size_for_buffer(100 * MiB), std::max<std::size_t>(sys, 64 << 10));  // 100 KiB: not a power of two
+  EXPECT_EQ(page_size_for_buffer(1024 * MiB), MiB);
+  EXPECT_EQ(page_size_for_buffer(64ull << 30), MiB);  // at most 1 MiB, however large the buffer
+  for (std::uint64_t bytes = sys; bytes < (4ull << 30); bytes = bytes * 3 + 1) {
     std::size_t page = page_size_for_buffer(bytes);
     EXPECT_EQ(page & (page - 1), 0u) << bytes;
     EXPECT_EQ(page % sys, 0u) << bytes;
-    EXPECT_LE(bytes / page, most) << bytes;
-    EXPECT_TRUE(page == sys || bytes / (page / 2) > most) << bytes;  // the smallest such power of two
+    EXPECT_TRUE(page == sys || bytes / page >= 1024) << bytes;
+    EXPECT_TRUE(page == MiB || bytes / page < 2048) << bytes;  // the largest such power of two
   }
 }
 
 TEST(Config, ReadAheadRunIsCheckedAndRead) {
-  EXPECT_EQ(Config::defaults().read_ahead_run, std::size_t{4} << 20);
+  EXPECT_EQ(Config::defaults().read_ahead_run, std::size_t{1} << 20);
   {
     EnvGuard env;
     env.set("UMAP_READ_AHEAD_RUN", std::to_string(system_page_size() * 64).c_str());
@@ -137,8 +138,7 @@ TEST(Config, BufferInSystemPagesWithoutAPageSizeKeepsItsBytes) {
     EXPECT_GT(c.buffer_bytes() + c.page_size, pages * sys) << pages;
   }
   env.set("UMAP_BUFSIZE", std::to_string(1024 * MiB / sys).c_str());
-  EXPECT_EQ(Config::from_environment().page_size, sys);
-  EXPECT_EQ(Config::from_environment().buffer_pages, 1024 * MiB / sys);
+  EXPECT_EQ(Config::from_environment().page_size, std::size_t{1} << 20);
 }
 
 // The variables README.md gives for UMap's defaults.

@@ -42,6 +42,7 @@ std::uint64_t new_word(std::uint64_t index) { return index * 0x9E3779B97F4A7C15u
 std::uint64_t* map_file(Front front, Buffer buffer, const std::string& path) {
   const std::size_t page = system_page_size();
   if (front == Front::kCApi) {
+    setenv("UMAP_KEEP_WRITES", "1", 1);  // off by default (its cost, config.cpp)
     if (buffer == Buffer::kSmall) {
       setenv("UMAP_PAGESIZE", std::to_string(page).c_str(), 1);
       setenv("UMAP_BUFSIZE", std::to_string(kSmallBufferPages).c_str(), 1);
@@ -51,7 +52,9 @@ std::uint64_t* map_file(Front front, Buffer buffer, const std::string& path) {
     close(fd);
     return base == UMAP_FAILED ? nullptr : static_cast<std::uint64_t*>(base);
   }
-  auto* pager = new Pager(buffer == Buffer::kSmall ? small_config(page, kSmallBufferPages) : Config::defaults());
+  Config config = buffer == Buffer::kSmall ? small_config(page, kSmallBufferPages) : Config::defaults();
+  config.keep_writes = true;  // off by default (its cost, config.cpp)
+  auto* pager = new Pager(config);
   return static_cast<std::uint64_t*>(pager->map(make_file_store(path), kBytes));
 }
 
@@ -230,7 +233,9 @@ TEST(KeptWrites, WithoutAKeeperOneWarningAndTheRegionsWork) {
   ScratchFile file(kBytes, 5);
   Outcome outcome = in_child([&](auto report) {
     setenv("AUTOPAGER_KEEPER", "/nonexistent/autopager-keeper", 1);
-    Pager pager(small_config(system_page_size(), kSmallBufferPages));
+    Config config = small_config(system_page_size(), kSmallBufferPages);
+    config.keep_writes = true;
+    Pager pager(config);
     for (int round = 0; round < 2; ++round) {
       auto* words = static_cast<std::uint64_t*>(pager.map(make_file_store(file.path()), kBytes));
       for (std::uint64_t i = 0; i < kWords; ++i) words[i] = new_word(i);

@@ -45,7 +45,7 @@ struct Config {
                                     // other page is left (policy/eviction_policy.hpp); 0: none
   Eviction eviction = Eviction::kFifo;  // the policy for the pages not retained
   unsigned read_ahead = 0;          // reads kept in flight along a sequential stream (read_ahead.hpp); defaults(): 2
-  std::size_t read_ahead_run = std::size_t{4} << 20;  // most bytes one read-ahead read covers (whole pages of
+  std::size_t read_ahead_run = std::size_t{1} << 20;  // most bytes one read-ahead read covers (whole pages of
                                                       // page_size; at most a quarter of a filler's read slots)
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
