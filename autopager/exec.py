@@ -131,7 +131,7 @@ def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
 
 
 @contextlib.contextmanager
-def _environment_with(variables: Mapping[str, str]) -> Iterator[None]:
+def environment_with(variables: Mapping[str, str]) -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
     try:
@@ -152,7 +152,7 @@ def check_with_pager(variables: Mapping[str, str]) -> None:
     except ImportError as error:
         raise ConfigError(f"exec: the native module, which checks the settings, is not built ({error}): build it "
                           f"(`pip install .`, or `cmake -B build && cmake --build build`)") from None
-    with _environment_with(variables):
+    with environment_with(variables):
         try:
             _native.Config.from_environment()
         except ValueError as error:

@@ -27,7 +27,6 @@ import platform
 import statistics
 import subprocess
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from autopager.cli import compose  # noqa: E402
 from autopager.memory_limit import pager_memory  # noqa: E402
 from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
 from autopager.confirmation import in_turn  # noqa: E402
+from autopager.exec import environment_with  # noqa: E402
 from autopager.machine import read_ahead_of_disk, storage  # noqa: E402
 from autopager.runner import Measurement, Runner  # noqa: E402
 from autopager.workloads import Workload  # noqa: E402
@@ -62,7 +62,7 @@ class Variant:
         if not self.pager:
             with read_ahead_of_disk(workload.data_dir, self.read_ahead_kib):
                 return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        with environment({**build_environment(self.programs), **self.settings}):
+        with environment_with({**build_environment(self.programs), **self.settings}):
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
 
@@ -81,21 +81,6 @@ def build_environment(directory: Path | None) -> dict[str, str]:
     if (package / "autopager").is_dir():
         values["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), os.environ.get("PYTHONPATH")]))
     return values
-
-
-@contextmanager
-def environment(values: dict[str, str]):
-    """The environment with ``values`` set, for what runs inside (the runner passes it on)."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def with_builds(variants: list[Variant], builds: list[str]) -> list[Variant]:
