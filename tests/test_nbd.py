@@ -113,7 +113,8 @@ print(int(array[40 << 20]), flush=True)  # a page never read: SIGBUS, never 0
 
 @pytest.mark.parametrize("compression", ["none", "lz4"])
 @pytest.mark.parametrize("case", [["stream", "--size-mib", "6"], ["randio", "--size-mib", "4", "--ops", "3000",
-                                  "--write-percent", "30"], ["bfs", "--scale", "12"]])
+                                  "--write-percent", "30"], ["randio", "--size-mib", "4", "--ops", "3000",
+                                  "--write-percent", "30", "--contents", "random"], ["bfs", "--scale", "12"]])
 def test_workloads_on_an_export_give_the_checked_answer(nbd_memory, tmp_path, case, compression):
     program = BIN / case[0]
     if not program.exists():

@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ CASES = [
     ("kv_readseq_passes", ["kv", "--benchmark", "readseq", "--size-mib", "4", "--passes", "3"]),
     ("randio", ["randio", "--size-mib", "4", "--ops", "3000"]),
     ("randio_writes", ["randio", "--size-mib", "4", "--ops", "3000", "--write-percent", "30", "--record-size", "512"]),
+    ("randio_random", ["randio", "--size-mib", "4", "--ops", "3000", "--write-percent", "30", "--contents", "random"]),
     ("stream", ["stream", "--size-mib", "6", "--iterations", "2"]),
     ("lookup_binsearch", ["lookup", "--benchmark", "binsearch", "--size-mib", "4", "--lookups", "5000"]),
     ("lookup_hash", ["lookup", "--benchmark", "hash", "--size-mib", "4", "--lookups", "5000"]),
@@ -146,6 +148,16 @@ def test_generated_data_is_reused(data_dir):
     assert data.stat().st_mtime_ns == before
 
 
+def test_random_contents_do_not_compress_and_sequences_do(data_dir):
+    sizes = {}
+    for contents in ("sequence", "random"):
+        run("randio", "--size-mib", "4", "--contents", contents, "--generate", "--data-dir", str(data_dir))
+        name = "randio-4m-r4096" + ("-random" if contents == "random" else "") + ".dat"
+        data = (data_dir / name).read_bytes()
+        sizes[contents] = len(zlib.compress(data, 1)) / len(data)
+    assert sizes["random"] > 0.99 and sizes["sequence"] < 0.6, sizes
+
+
 def test_bfs_answer_is_independent_of_threads(data_dir):
     args = ["--scale", "11", "--data-dir", str(data_dir), "--mmap"]
     assert run("bfs", "--generate", *args).returncode == 0
@@ -196,6 +208,7 @@ def test_unknown_option_is_a_usage_error(program):
     ("kv", ["--value-size", "12"], "--value-size"),
     ("randio", ["--record-size", "3000"], "--record-size"),
     ("randio", ["--write-percent", "101"], "--write-percent"),
+    ("randio", ["--contents", "zeros"], "--contents"),
     ("stream", ["--iterations", "0"], "--iterations"),
     ("lookup", ["--threads", "0"], "--threads"),
     ("lookup", ["--lookups"], "--lookups"),
