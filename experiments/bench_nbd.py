@@ -75,8 +75,10 @@ def run_workload(workload: Workload, variant: Variant, directory: Path, export_s
     if done.returncode != 0:
         return {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"], "wall_s": wall}
     line = result_line(done.stdout)
+    stats = line.get("stats") or {}
     return {"value": line["value"], "metric": line["metric"], "check": line["check"], "wall_s": wall,
-            "bytes_read": moved["read"], "bytes_written": moved["write"]}
+            "bytes_read": moved["read"], "bytes_written": moved["write"],
+            "pager_bytes_read": stats.get("bytes_read"), "pager_bytes_written": stats.get("bytes_written")}
 
 
 def nbdcopy_read(data: Path, directory: Path, link: str, export_size: int) -> dict:
