@@ -12,7 +12,7 @@ and the same across ways. Needs root.
     python experiments/bench_heap.py --dir /var/tmp                         # 4 GiB of arrays, 1 GiB limit, 3 rounds
     python experiments/bench_heap.py --dir /var/tmp --size 1GiB --limit 256MiB --rounds 5
 
-Writes a table and the raw times to experiments/results/heap/.
+Writes a table and the raw times to results/heap/.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from autopager.params import format_size, parse_size
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
-RESULTS = Path(__file__).resolve().parent / "results" / "heap"
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "heap"
 
 
 def swaps_on() -> list[str]:

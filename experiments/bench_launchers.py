@@ -13,7 +13,7 @@ time; what is left is the tuner's serial work (the defaults' first run alone, Ax
     python experiments/bench_launchers.py --size 20 --trials 4 --seeds 1 --initialization 2   # a try, in a minute
 
 Needs ray (pip install '.[ray]'). Takes no figures on a loaded machine: run it on a quiet one. Writes a table
-and the raw figures to experiments/results/launchers/.
+and the raw figures to results/launchers/.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import pandas as pd
 from evaluation.markdown import number, table
 from ray_cluster import REPO, local_cluster
 
-RESULTS = Path(__file__).resolve().parent / "results" / "launchers"
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "launchers"
 # the synthetic workload's search, runs of `size` ms at the optimum and up to ~10x that elsewhere
 STUDY = ["workload=synthetic", "runner.page_cache=evict", "strategy=ax", "space=small", "study.save_profile=false"]
 

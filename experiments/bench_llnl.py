@@ -246,7 +246,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=int, default=24)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--data-dir", default="/var/tmp/autopager-bench")
-    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "llnl"))
+    parser.add_argument("--out", default=str(REPO / "results" / "llnl"))
     return parser.parse_args(argv)
 
 

@@ -99,7 +99,7 @@ def main() -> int:
     parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for one run")
-    parser.add_argument("--out", type=Path, default=REPO / "experiments" / "results" / "nbd")
+    parser.add_argument("--out", type=Path, default=REPO / "results" / "nbd")
     parser.add_argument("--override", action="append", default=[],
                         help="a config override for every workload, e.g. workload.size=8 (a quick check)")
     args = parser.parse_args()

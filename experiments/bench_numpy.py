@@ -11,7 +11,7 @@ interleaved across methods. Dropping the page cache needs root; without it the f
     python experiments/bench_numpy.py --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
 
 Needs the package: `pip install .`, or PYTHONPATH=. with the native module built. Prints a table and
-writes it, with the raw times, to experiments/results/numpy/.
+writes it, with the raw times, to results/numpy/.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import autopager
 from autopager.page_cache import drop_page_cache
 from autopager.params import format_size, parse_size
 
-RESULTS = Path(__file__).resolve().parent / "results" / "numpy"
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "numpy"
 
 
 def make_data_file(path: Path, size: int) -> None:

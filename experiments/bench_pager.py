@@ -527,7 +527,7 @@ def parse_args(argv=None):
                     help="niceness of the runs: other users of the 2 CPUs disturb the figures less (0: leave it)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite README.md from the runs.jsonl and meta.json already in --out, running nothing")
-    ap.add_argument("--out", default=None, help="results folder (default experiments/results/pager, or .../quick)")
+    ap.add_argument("--out", default=None, help="results folder (default results/pager, or .../quick)")
     a = ap.parse_args(argv)
     if a.quick:
         a.reps, a.seconds, a.file_gib, a.buffer_mib = 1, 1, 0.5, 64
@@ -536,7 +536,7 @@ def parse_args(argv=None):
     a.page_sizes = parse_list(a.page_sizes)
     a.file_size = int(a.file_gib * GIB) // (4 * MIB) * (4 * MIB)
     a.data_file = str(Path(a.data_dir) / "data.bin")
-    a.out = Path(a.out) if a.out else REPO / "experiments" / "results" / "pager" / ("quick" if a.quick else "")
+    a.out = Path(a.out) if a.out else REPO / "results" / "pager" / ("quick" if a.quick else "")
     a.bench_bin = Path(a.build_dir) / "experiments" / "fault_bench"
     a.floor_bin = Path(a.build_dir) / "experiments" / "uffd_floor"
     return a

@@ -223,7 +223,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
                         "once is not repeated")
     parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the workloads keep their data")
-    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "workloads"))
+    parser.add_argument("--out", default=str(REPO / "results" / "workloads"))
     return parser.parse_args(argv)
 
 

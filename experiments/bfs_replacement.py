@@ -13,7 +13,7 @@ in the future), which bounds every policy.
     python3 experiments/bfs_replacement.py --graph /var/tmp/apdata/bfs-s24.llnl-csr --page-sizes 1MiB,256KiB
 
 It answers whether a better replacement policy could make the bfs with a 1 GiB buffer read much less than
-FIFO: the pager and the kernel's mmap are both bound by the disk's bandwidth there (experiments/results/
+FIFO: the pager and the kernel's mmap are both bound by the disk's bandwidth there (results/
 llnl-bfs-readahead).
 """
 from __future__ import annotations

@@ -164,8 +164,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", help="comma-separated step labels or shell patterns (e.g. 'large/sort/llnl,"
                         "*/bfs/ax'): run only the plan's steps that match, in the plan's order; the report still "
                         "covers every recorded step")
-    parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
-                        "with --quick outputs/evaluation-quick; --real: experiments/results/evaluation-real)")
+    parser.add_argument("--out", type=Path, help="results directory (default: results/evaluation, "
+                        "with --quick outputs/evaluation-quick; --real: results/evaluation-real)")
     parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
                         help="where the workloads keep their data")
     parser.add_argument("--workloads", help="comma-separated, of: " + ", ".join(WORKLOADS) + " (default: all; with "
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     default_out = ("evaluation-real-quick" if args.quick else "evaluation-real") if args.real else (
         "evaluation-quick" if args.quick else "evaluation")
-    out = args.out or (REPO / "outputs" / default_out if args.quick else EXPERIMENTS / "results" / default_out)
+    out = args.out or (REPO / "outputs" / default_out if args.quick else REPO / "results" / default_out)
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
     command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
