@@ -8,7 +8,7 @@ the pager's defaults and --nbd URI (the data is copied onto the export before th
 run gets a fresh server: `nbdkit --filter=stats [--filter=rate rate=LINK] memory SIZE`, whose stats file gives
 the bytes that crossed the link. The variants run interleaved, --repeats rounds, and the medians are reported.
 
-    sudo python3 experiments/bench_nbd.py [--workloads stream,bfs,randio] [--links none,10G,1G] [--repeats 3]
+    sudo python3 -m experiments.bench_nbd [--workloads stream,bfs,randio] [--links none,10G,1G] [--repeats 3]
 
 Writes <out>/nbd.md (the table), <out>/nbd.csv (medians) and <out>/runs.jsonl (every run), and prints the
 table. Needs nbdkit and nbdcopy (Debian: nbdkit, libnbd-bin), root for userfaultfd, and built workloads
@@ -28,14 +28,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from autopager.cli import compose  # noqa: E402
-from autopager.confirmation import in_turn  # noqa: E402
-from autopager.nbdkit import Nbdkit  # noqa: E402
-from autopager.params import COMPRESSIONS, to_environment  # noqa: E402
-from autopager.workloads import Workload  # noqa: E402
+from autopager.hydra_app import compose
+from autopager.confirmation import in_turn
+from autopager.nbdkit import Nbdkit
+from autopager.params import COMPRESSIONS, to_environment
+from autopager.workloads import Workload
+from experiments import RESULTS
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter
@@ -99,7 +97,7 @@ def main() -> int:
     parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for one run")
-    parser.add_argument("--out", type=Path, default=REPO / "results" / "nbd")
+    parser.add_argument("--out", type=Path, default=RESULTS / "nbd")
     parser.add_argument("--override", action="append", default=[],
                         help="a config override for every workload, e.g. workload.size=8 (a quick check)")
     args = parser.parse_args()

@@ -7,8 +7,8 @@ timed for numpy.memmap (the kernel's mmap and page cache, with the device's read
 autopager.memmap at several page sizes, each without and with read-ahead: the median of several runs,
 interleaved across methods. Dropping the page cache needs root; without it the figures are marked warm.
 
-    python experiments/bench_numpy.py                       # 2 GiB file, 256 MiB buffer, 3 runs
-    python experiments/bench_numpy.py --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
+    python -m experiments.bench_numpy                       # 2 GiB file, 256 MiB buffer, 3 runs
+    python -m experiments.bench_numpy --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
 
 Needs the package: `pip install .`, or PYTHONPATH=. with the native module built. Prints a table and
 writes it, with the raw times, to results/numpy/.
@@ -31,8 +31,9 @@ import numpy as np
 import autopager
 from autopager.page_cache import drop_page_cache
 from autopager.params import format_size, parse_size
+from experiments import RESULTS
 
-RESULTS = Path(__file__).resolve().parent.parent / "results" / "numpy"
+OUT = RESULTS / "numpy"
 
 
 def make_data_file(path: Path, size: int) -> None:
@@ -72,7 +73,7 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported")
     parser.add_argument("--data-dir", default=os.environ.get("AUTOPAGER_DATA_DIR")
                         or os.path.join(tempfile.gettempdir(), "autopager-bench"))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
     size, buffer_size = parse_size(args.size), parse_size(args.buffer)

@@ -19,8 +19,8 @@ CAP_HEADROOM_MIB, so the kernel's page cache gets the memory the pager's buffer 
 Writes <out>/README.md (tables, targets met or not), <out>/pager_bench.csv (one row a run) and
 <out>/runs.jsonl (every raw result). Needs root (drop_caches, userfaultfd) and fio.
 
-  python3 experiments/bench_pager.py --quick          # a small smoke run, a minute or two
-  python3 experiments/bench_pager.py                  # the full benchmark, about 25 minutes
+  python3 -m experiments.bench_pager --quick          # a small smoke run, a minute or two
+  python3 -m experiments.bench_pager                  # the full benchmark, about 25 minutes
 """
 
 from __future__ import annotations
@@ -39,11 +39,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autopager.memory_limit import MemoryLimit
+from autopager.page_cache import drop_page_cache
+from experiments import REPO, RESULTS
 
-from autopager.memory_limit import MemoryLimit  # noqa: E402
-from autopager.page_cache import drop_page_cache  # noqa: E402
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 # Targets of issue 2, "What it must reach".
@@ -536,7 +535,7 @@ def parse_args(argv=None):
     a.page_sizes = parse_list(a.page_sizes)
     a.file_size = int(a.file_gib * GIB) // (4 * MIB) * (4 * MIB)
     a.data_file = str(Path(a.data_dir) / "data.bin")
-    a.out = Path(a.out) if a.out else REPO / "results" / "pager" / ("quick" if a.quick else "")
+    a.out = Path(a.out) if a.out else RESULTS / "pager" / ("quick" if a.quick else "")
     a.bench_bin = Path(a.build_dir) / "experiments" / "fault_bench"
     a.floor_bin = Path(a.build_dir) / "experiments" / "uffd_floor"
     return a

@@ -23,18 +23,18 @@ Every study is recorded and resumable: run the same command again to continue. A
 timeout, Ctrl-C, a session that ended) is logged in steps.csv as ``interrupted``, shown in the report as not
 confirmed, without figures, and resumed by the next run.
 
-    sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
-    sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
-    sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
-    sudo python3 experiments/evaluate.py --real --llnl-source umap --llnl-apps-source umap-apps   # LLNL UMap built
-    python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
-    sudo python3 experiments/evaluate.py --real --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
-    sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
-    python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
-    sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
+    sudo python3 -m experiments.evaluate                 # the full evaluation (about an hour on 2 cores)
+    sudo python3 -m experiments.evaluate --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
+    sudo python3 -m experiments.evaluate --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
+    sudo python3 -m experiments.evaluate --real --llnl-source umap --llnl-apps-source umap-apps   # LLNL UMap built
+    python3 -m experiments.evaluate --real --dry-run     # the real run's steps and time estimate
+    sudo python3 -m experiments.evaluate --real --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
+    sudo python3 -m experiments.evaluate --real --quick --workloads sort   # the real run's steps at tiny sizes
+    python3 -m experiments.evaluate --report-only        # the figures from the recorded studies
+    sudo python3 -m experiments.evaluate --comparison    # Ax against an exhaustive grid on one space (sort,
                                                          # bfs): ax_vs_grid.md and .csv (experiments/evaluation/
                                                          # comparison.py)
-    python3 experiments/evaluate.py --ax-overhead tuner --ax-seeds 1   # Ax's own time a trial, no runs
+    python3 -m experiments.evaluate --ax-overhead tuner --ax-seeds 1   # Ax's own time a trial, no runs
 
 Needs root (dropping the page cache, memory cgroups, the disk's read-ahead) and the built workloads
 (build/workloads, or AUTOPAGER_BIN).
@@ -51,24 +51,21 @@ import sys
 import time
 from pathlib import Path
 
-EXPERIMENTS = Path(__file__).resolve().parent
-REPO = EXPERIMENTS.parent
-sys.path[:0] = [str(REPO), str(EXPERIMENTS)]
-
-from autopager.errors import ConfigError, StudyError  # noqa: E402
-from evaluation import comparison  # noqa: E402
-from evaluation.axoverhead import VARIANTS, measure_overhead  # noqa: E402
-from evaluation.comparison_report import write_comparison  # noqa: E402
-from evaluation.kernel import measure_kernel  # noqa: E402
-from evaluation.llnl import measure_llnl  # noqa: E402
-from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,  # noqa: E402
-                             SideBySideSpec, Step, StudySpec, estimate_seconds, expected_runs, make_plan,
-                             make_real_plan)
-from evaluation.real_report import write_real_report  # noqa: E402
-from evaluation.report import write_report  # noqa: E402
-from evaluation.side_by_side import measure_side_by_side, tuned_winner  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
-from llnl_build import add_source_arguments, llnl_prefix  # noqa: E402
+from autopager.errors import ConfigError, StudyError
+from experiments import REPO, RESULTS
+from experiments.evaluation import comparison
+from experiments.evaluation.axoverhead import VARIANTS, measure_overhead
+from experiments.evaluation.comparison_report import write_comparison
+from experiments.evaluation.kernel import measure_kernel
+from experiments.evaluation.llnl import measure_llnl
+from experiments.evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,
+                                         SideBySideSpec, Step, StudySpec, estimate_seconds, expected_runs, make_plan,
+                                         make_real_plan)
+from experiments.evaluation.real_report import write_real_report
+from experiments.evaluation.report import write_report
+from experiments.evaluation.side_by_side import measure_side_by_side, tuned_winner
+from experiments.evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished
+from experiments.llnl_build import add_source_arguments, llnl_prefix
 
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
@@ -210,10 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     default_out = ("evaluation-real-quick" if args.quick else "evaluation-real") if args.real else (
         "evaluation-quick" if args.quick else "evaluation")
-    out = args.out or (REPO / "outputs" / default_out if args.quick else REPO / "results" / default_out)
+    out = args.out or (REPO / "outputs" / default_out if args.quick else RESULTS / default_out)
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
+    command = " ".join(["python3 -m experiments.evaluate", *(argv or sys.argv[1:])])
     if args.ax_overhead:
         print(f"evaluation: {measure_overhead(args.ax_overhead, args.ax_seeds, places.out, command)}")
         return 0

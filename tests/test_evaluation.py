@@ -16,31 +16,29 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-
-sys.path.insert(0, str(REPO / "experiments"))
-
-from evaluate import run_plan  # noqa: E402
-from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
-from evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,  # noqa: E402
-                             REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SIDE_BY_SIDE, SMALL, TRANSFER, UMAP_DEFAULTS,
-                             UNCAPPED, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan, make_real_plan,
-                             seeded_ax)
-from evaluation.findings import real_findings  # noqa: E402
-from evaluation.llnl import figures_of, ours_over_llnl  # noqa: E402
-from evaluation.real_figures import COLUMNS  # noqa: E402
-from evaluation.plots import over_seeds  # noqa: E402
-from evaluation.real_report import (ax_over_seeds, ax_versus_grid, llnl_rounds, same_rounds, versus,  # noqa: E402
-                                    write_real_report)
-from evaluation.rounds import same_round_ratios  # noqa: E402
-from evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
-from autopager.analysis import load_study, runs  # noqa: E402
-from autopager.machine import read_ahead_file  # noqa: E402
-from autopager.progress import speedup  # noqa: E402
+from experiments.evaluate import run_plan
+from experiments.evaluation.comparison import SCALE, confirmation, make_comparison
+from experiments.evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,
+                                         REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SIDE_BY_SIDE, SMALL, TRANSFER, UMAP_DEFAULTS,
+                                         UNCAPPED, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan, make_real_plan,
+                                         seeded_ax)
+from experiments.evaluation.findings import real_findings
+from experiments.evaluation.llnl import figures_of, ours_over_llnl
+from experiments.evaluation.real_figures import COLUMNS
+from experiments.evaluation.plots import over_seeds
+from experiments.evaluation.real_report import (ax_over_seeds, ax_versus_grid, llnl_rounds, same_rounds, versus,
+                                                write_real_report)
+from experiments.evaluation.rounds import same_round_ratios
+from experiments.evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner
+from experiments.evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides
+from autopager.analysis import load_study, runs
+from autopager.machine import read_ahead_file
+from autopager.progress import speedup
 
 WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize
 METHODS = {SMALL: {"default", "mmap", "pagesize", "grid", "ax", "coordinate", "random"},
            LARGE: {"default", "mmap", "pagesize", "ax", TRANSFER}}
+EVALUATE = [sys.executable, "-m", "experiments.evaluate"]  # from the repository's root (cwd=REPO)
 BUILT = (REPO / "build" / "workloads" / "kv").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
 
 needs_root_and_workloads = pytest.mark.skipif(
@@ -49,9 +47,9 @@ needs_root_and_workloads = pytest.mark.skipif(
 
 
 def evaluate(out, data, *extra):
-    return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--quick", "--out", str(out),
+    return subprocess.run([*EVALUATE, "--quick", "--out", str(out),
                            "--data-dir", str(data), "--workloads", ",".join(WORKLOADS), *extra],
-                          capture_output=True, text=True, timeout=600)
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -133,9 +131,9 @@ def test_a_second_run_resumes_without_measuring_again(quick):
 @needs_root_and_workloads
 def test_comparison_runs_ax_and_the_whole_grid_on_one_space(tmp_path):
     out, data = tmp_path / "out", tmp_path / "data"
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--comparison", "--quick",
+    run = subprocess.run([*EVALUATE, "--comparison", "--quick",
                           "--out", str(out), "--data-dir", str(data), "--workloads", "sort", "--ax-seeds", "2"],
-                         capture_output=True, text=True, timeout=300)
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     plan = make_comparison("quick", ("sort",), 2)
     studies = out / "studies" / SCALE / "sort"
@@ -217,16 +215,16 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
 
 
 def test_dry_run_lists_the_real_steps_and_an_estimate():
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run([*EVALUATE, "--real", "--dry-run"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"{len(make_real_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout
 
 
 def test_steps_selects_the_matching_steps_and_refuses_a_pattern_that_matches_none():
     def dry_run(*steps: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run",
-                               "--steps", ",".join(steps)], capture_output=True, text=True, timeout=120)
+        return subprocess.run([*EVALUATE, "--real", "--dry-run",
+                               "--steps", ",".join(steps)], cwd=REPO, capture_output=True, text=True, timeout=120)
 
     run = dry_run(f"{LARGE}/sort/llnl", "*/bfs/ax")
     assert run.returncode == 0, run.stderr[-3000:]
@@ -241,9 +239,9 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
     """The real plan's steps at tiny sizes: every study on the tuner's protocol with its confirmation, the kernel at
     two read-aheads (restored after), LLNL skipped with its reason, and the report's figures from those records."""
     out, data = tmp_path / "out", tmp_path / "data"
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--quick",
+    run = subprocess.run([*EVALUATE, "--real", "--quick",
                           "--out", str(out), "--data-dir", str(data), "--workloads", "sort"],
-                         capture_output=True, text=True, timeout=900)
+                         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     steps = pd.read_csv(out / "steps.csv", dtype={"error": str}).set_index("step")
     assert steps.loc[f"{LARGE}/sort/llnl", "status"] == "skipped"

@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
 from autopager.space import Space
 from autopager.synthetic import cost
-from evaluation import markdown as md
-from evaluation.comparison import SCALE, SIZES, SPACE
+from experiments.evaluation import markdown as md
+from experiments.evaluation.comparison import SCALE, SIZES, SPACE
 
 UNSET = {"acquisition_restarts": None, "acquisition_raw_samples": None}
 VARIANTS = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from evaluation.plan import CONFIRM, Budget, Plan, Size, StudySpec, fixed
+from experiments.evaluation.plan import CONFIRM, Budget, Plan, Size, StudySpec, fixed
 
 SCALE = "comparison"
 WORKLOADS = ("sort", "bfs")

@@ -19,11 +19,11 @@ import pandas as pd
 
 from autopager.progress import speedup
 from autopager.space import show
-from evaluation import markdown as md
-from evaluation.comparison import SCALE, SPACE, confirmation
+from experiments.evaluation import markdown as md
+from experiments.evaluation.comparison import SCALE, SPACE, confirmation
 from autopager.machine import describe
-from evaluation.plan import Plan
-from evaluation.studies import OPTIMIZER_STEP, TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
+from experiments.evaluation.plan import Plan
+from experiments.evaluation.studies import OPTIMIZER_STEP, TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
 from autopager.analysis import StudyResult, load_study
 
 TARGET_SPEEDUP, TARGET_NEAR_GRID, TARGET_TIME_SHARE = 2.0, 1 / 1.1, 0.2

@@ -15,9 +15,9 @@ import pandas as pd
 
 from autopager.params import PARAMETERS
 from autopager.progress import speedup
-from evaluation.kernel import load_kernel
-from evaluation.plan import CONFIRM, LARGE, SMALL, TRANSFER, Plan
-from evaluation.studies import Places
+from experiments.evaluation.kernel import load_kernel
+from experiments.evaluation.plan import CONFIRM, LARGE, SMALL, TRANSFER, Plan
+from experiments.evaluation.studies import Places
 from autopager.analysis import StudyResult, load_study
 
 SEARCHES = ("default", "pagesize", "grid", "ax", "coordinate", "random")

@@ -7,14 +7,14 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from evaluation import markdown as md
-from evaluation.figures import CONFIRMED, defaults_spread
-from evaluation.kernel import load_kernel
-from evaluation.llnl import LLNL, OURS_DEFAULT, ours_over_llnl
-from evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
-from evaluation.real_figures import KERNELS, against, finished, tuned_parts
-from evaluation.rounds import TUNED, same_round_ratios
-from evaluation.studies import Places
+from experiments.evaluation import markdown as md
+from experiments.evaluation.figures import CONFIRMED, defaults_spread
+from experiments.evaluation.kernel import load_kernel
+from experiments.evaluation.llnl import LLNL, OURS_DEFAULT, ours_over_llnl
+from experiments.evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRANSFER, Plan
+from experiments.evaluation.real_figures import KERNELS, against, finished, tuned_parts
+from experiments.evaluation.rounds import TUNED, same_round_ratios
+from experiments.evaluation.studies import Places
 from autopager.analysis import load_study
 
 WORTH_IT = 1.10       # a tuned speedup below this is within the noise of one run here

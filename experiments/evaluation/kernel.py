@@ -19,8 +19,8 @@ from autopager.machine import read_ahead_file, read_ahead_of_disk
 from autopager.memory_limit import run_limit
 from autopager.params import format_size
 from autopager.workloads import Workload
-from evaluation.plan import KernelSpec, Plan
-from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
+from experiments.evaluation.plan import KernelSpec, Plan
+from experiments.evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
 
 
 def result_path(places: Places, scale: str, workload: str, read_ahead_kib: int | None = None) -> Path:

@@ -8,14 +8,14 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from autopager.progress import speedup  # noqa: E402
-from evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
-from evaluation.studies import Places  # noqa: E402
-from autopager.analysis import StudyResult, load_study  # noqa: E402
+from autopager.progress import speedup
+from experiments.evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan
+from experiments.evaluation.studies import Places
+from autopager.analysis import StudyResult, load_study
 
 BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
 LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",

@@ -15,11 +15,11 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, load_study, runs
 from autopager.goal import Goal
-from evaluation import markdown as md
-from evaluation.kernel import load_kernel
-from evaluation.llnl import load_llnl
-from evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, SEEDED_AX, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
-from evaluation.studies import Places
+from experiments.evaluation import markdown as md
+from experiments.evaluation.kernel import load_kernel
+from experiments.evaluation.llnl import load_llnl
+from experiments.evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, SEEDED_AX, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from experiments.evaluation.studies import Places
 
 FIXED = ("default", UMAP_DEFAULTS, TRANSFER)
 KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KIB}

@@ -16,17 +16,17 @@ import pandas as pd
 
 from autopager.machine import describe
 from autopager.params import format_size
-from evaluation import markdown as md
-from evaluation.findings import real_findings
-from evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl
-from evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER,
-                             UMAP_DEFAULTS, UNCAPPED, Plan)
-from evaluation.plots import plot_convergence
-from evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
-from evaluation.report import failures, setup
-from evaluation.rounds import TUNED, same_round_ratios
-from evaluation.side_by_side import load_side_by_side
-from evaluation.studies import Places
+from experiments.evaluation import markdown as md
+from experiments.evaluation.findings import real_findings
+from experiments.evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl
+from experiments.evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER,
+                                         UMAP_DEFAULTS, UNCAPPED, Plan)
+from experiments.evaluation.plots import plot_convergence
+from experiments.evaluation.real_figures import KERNELS, against, collect_real, finished, tuned_parts
+from experiments.evaluation.report import failures, setup
+from experiments.evaluation.rounds import TUNED, same_round_ratios
+from experiments.evaluation.side_by_side import load_side_by_side
+from experiments.evaluation.studies import Places
 
 REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, LLNL)
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
 from autopager.memory_limit import pager_memory
 from autopager.params import format_size
 from autopager.space import show
 from autopager.workloads import Workload
-from evaluation import markdown as md
-from evaluation.figures import CONFIRMED, collect, defaults_spread
-from evaluation.findings import findings
+from experiments.evaluation import markdown as md
+from experiments.evaluation.figures import CONFIRMED, collect, defaults_spread
+from experiments.evaluation.findings import findings
 from autopager.machine import describe
-from evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
-from evaluation.plots import LABELS, plot_convergence, plot_speedups
-from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides
+from experiments.evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
+from experiments.evaluation.plots import LABELS, plot_convergence, plot_speedups
+from experiments.evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides
 
 FIGURE2 = [(SMALL, "pagesize"), (SMALL, "grid"), (SMALL, "ax"), (SMALL, "mmap"),
            (LARGE, "pagesize"), (LARGE, "ax"), (LARGE, TRANSFER), (LARGE, "mmap")]

@@ -26,11 +26,11 @@ from autopager.machine import read_ahead_of_disk
 from autopager.params import typed
 from autopager.runner import Runner
 from autopager.workloads import Workload
-from evaluation.kernel import disk_read_ahead_kib
-from evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
-from evaluation.real_figures import COLUMNS, KERNELS, best_tuned, method_rows
-from evaluation.rounds import TUNED
-from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
+from experiments.evaluation.kernel import disk_read_ahead_kib
+from experiments.evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
+from experiments.evaluation.real_figures import COLUMNS, KERNELS, best_tuned, method_rows
+from experiments.evaluation.rounds import TUNED
+from experiments.evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
 
 CONTENDERS = (TUNED, "default", *KERNELS)
 

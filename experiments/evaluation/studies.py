@@ -18,12 +18,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
 from autopager.errors import StudyError
 from autopager.space import Space
 from autopager.study import Study
 from autopager.workloads import Workload
-from evaluation.plan import SMALL, Plan, Size, StudySpec
+from experiments.evaluation.plan import SMALL, Plan, Size, StudySpec
 from autopager.analysis import load_study
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
