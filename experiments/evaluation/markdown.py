@@ -1,14 +1,18 @@
-"""Markdown tables and number formats for the summary."""
+"""Markdown tables and number formats for the experiments' pages; the table itself is autopager's writer."""
 from __future__ import annotations
 
 import math
 from typing import Any, Sequence
 
+import pandas as pd
+
+from autopager.report import markdown_table
+
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("-" if cell is None else str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+    """A Markdown table of ``rows`` (cells as written, None as ``-``)."""
+    cells = [["-" if cell is None else str(cell) for cell in row] for row in rows]
+    return markdown_table(pd.DataFrame(cells, columns=list(header)))
 
 
 def missing(value: Any) -> bool:
