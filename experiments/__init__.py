@@ -7,6 +7,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
+# the experiments' own configuration groups (search spaces only they use), beside the product's configs/
+CONFIG_SEARCH_PATH = f"hydra.searchpath=[file://{REPO / 'experiments' / 'configs'}]"
 
 
 def pythonpath_with_repo() -> str:

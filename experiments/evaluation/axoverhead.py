@@ -1,5 +1,5 @@
 """Ax's own time a trial on this machine, without the workload: the tuner's Ax strategy proposes a study's
-trials over the comparison's space (sort's, ``configs/space/comparison.yaml``: the space of Ax against an
+trials over the comparison's space (sort's, ``experiments/configs/space/comparison.yaml``: the space of Ax against an
 exhaustive grid in ``results/evaluation/ax_vs_grid.md``) and is told at once the cost the
 synthetic workload's model gives each proposal (``autopager/synthetic.py``); each ask (a Sobol draw, or a model
 fit and the acquisition's optimization) is timed, and so is the first strategy's construction (Ax's import).
@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from autopager.hydra_app import compose
 from autopager.space import Space
 from autopager.synthetic import cost
+from experiments import CONFIG_SEARCH_PATH
 from experiments.evaluation import markdown as md
 from experiments.evaluation.plan import Size
 
@@ -36,7 +37,7 @@ COLUMNS = ["variant", "seed", "trial", "proposed_by", "seconds", "import_seconds
 
 
 def space_and_settings(variant: str) -> tuple[Space, dict]:
-    config, _ = compose(["workload=sort", f"workload.size={SORT.size}", f"workload.buffer_size={SORT.buffer}",
+    config, _ = compose([CONFIG_SEARCH_PATH, "workload=sort", f"workload.size={SORT.size}", f"workload.buffer_size={SORT.buffer}",
                          f"space={SPACE}", f"space.page_size.max={SORT.largest_page}"])
     settings = {**OmegaConf.to_container(config.strategy, resolve=True), **VARIANTS[variant]}
     return Space(config.space, config.baseline), settings
@@ -80,7 +81,7 @@ def summary(table: pd.DataFrame) -> str:
         "# Ax's own time a trial on this machine",
         f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from `ax_overhead.csv`, "
         "made by " + ", ".join(f"`{c}`" for c in table.command.unique()) + ". The tuner's Ax strategy over the "
-        f"comparison's space (`configs/space/{SPACE}.yaml`, sort's sizes: 288 points), told the synthetic "
+        f"comparison's space (`experiments/configs/space/{SPACE}.yaml`, sort's sizes: 288 points), told the synthetic "
         "workload's cost model at once, so only Ax's time is measured: a study's 30 asks (the defaults' trial "
         "given, Sobol draws, then the model's fit and acquisition each trial). Variants: `out-of-the-box` (Ax's "
         "acquisition optimizer: 20 restarts, 1024 raw samples; torch with a thread a core), `one-thread` (the "

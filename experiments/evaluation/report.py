@@ -256,7 +256,7 @@ def write_report(plan: Plan, places: Places, command: str) -> Path:
         "UMap, measured apart, the ratio is of medians and its range of the extremes; the defaults' step is "
         "measured again when the defaults change, so that column is against today's defaults even where the "
         "search and its confirmation ran before. "
-        f"Methods: page size only; grid over `configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
+        f"Methods: page size only; grid over `experiments/configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
         f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
         f"capping (`{UNCAPPED}`, for the tuning time) and at other seeds (`{SEEDED_AX[0]}`, ...); coordinate "
         f"descent and random search ({budget.search_trials} trials); the small size's Ax parameters at the large "

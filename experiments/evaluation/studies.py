@@ -24,6 +24,7 @@ from autopager.study import Study
 from autopager.workloads import Workload
 from experiments.evaluation.plan import Plan, Size, StudySpec
 from autopager.analysis import load_study
+from experiments import CONFIG_SEARCH_PATH
 
 RUNNER = ("runner.memory_limit=auto",)
 OPTIMIZER_STEP = "import torch and Ax"  # the step that does, in the evaluation's log
@@ -40,7 +41,8 @@ class Places:
 
 
 def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
-    return [f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
+    """The workload at a size, with the experiments' own search spaces found (``experiments/configs/space/``)."""
+    return [CONFIG_SEARCH_PATH, f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
             f"data_dir={places.data_dir}"]
 
 
