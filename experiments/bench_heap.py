@@ -32,6 +32,7 @@ from typing import Iterator, Optional
 from autopager.memory_limit import MemoryLimit
 from autopager.params import format_size, parse_size
 from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments.markdown import table as md_table
 
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
 OUT = RESULTS / "heap"
@@ -104,8 +105,8 @@ def main(argv: Optional[list] = None) -> None:
     table = "\n".join([
         f"numpy_heap: {format_size(args.size)} of arrays, {args.updates} random updates and a reduction, memory cgroup "
         f"{format_size(limit_bytes)}; heap and swap file in {args.dir}; median of {args.rounds} interleaved rounds",
-        "", "| way | seconds | vs kernel swap |", "|---|---:|---:|",
-        *(f"| {way} | {medians[way]:.2f} | {medians['kernel swap'] / medians[way]:.2f}x |" for way in ways)])
+        "", md_table(["way", "seconds", "vs kernel swap"],
+                     [[way, f"{medians[way]:.2f}", f"{medians['kernel swap'] / medians[way]:.2f}x"] for way in ways])])
     print("\n" + table)
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import RESULTS, pythonpath_with_repo
-from experiments.evaluation.markdown import number, table
+from experiments.markdown import number, table
 from experiments.ray_cluster import local_cluster
 
 OUT = RESULTS / "launchers"

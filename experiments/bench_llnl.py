@@ -46,6 +46,7 @@ from autopager.params import ENV_VARS, format_size, parse_size
 from autopager.workloads import locate_bin
 from experiments import REPO, RESULTS
 from experiments.llnl_build import add_source_arguments, llnl_prefix, without_shared_umap
+from experiments.markdown import table
 
 KERNEL = "mmap"
 UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given
@@ -179,9 +180,8 @@ def median(runs: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
-    rows = ["| variant | wall s (median) | runs | phase s (median) | GB read from the disk (median) | load at start |",
-            "|---|---|---|---|---|---|"]
+def program_table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
+    rows = []
     for variant in variants:
         mine = [r for r in runs if r["variant"] == variant.label]
         failed = [r["error"] for r in mine if "error" in r]
@@ -194,10 +194,12 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
         read_text = "-" if read is None else f"{read:.1f}"
         failure = f" ({failed[0]})" if failed else ""
         loads = ", ".join(f"{r['load']:.2f}" for r in mine)
-        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {read_text} | {loads} |")
+        rows.append([variant.label, wall_text, f"{shown}{failure}", phase_text, read_text, loads])
     checks = {r["check"] for r in runs if "check" in r}
-    rows.append(f"\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
-    return "\n".join(rows)
+    header = ["variant", "wall s (median)", "runs", "phase s (median)", "GB read from the disk (median)",
+              "load at start"]
+    return (table(header, rows)
+            + f"\n\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
 
 
 def variants_of(args: argparse.Namespace) -> list[Variant]:
@@ -290,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
                             f"`{' '.join(program.command(Variant('ours', None), UMAP_DEFAULT_PAGE))}` (at 4 KiB pages; "
                             f"UMAP_PAGESIZE and UMAP_BUFSIZE set a variant's page and buffer)\n\n"
-                            + table(program, variants, runs))
+                            + program_table(program, variants, runs))
     report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
               f"Machine: {cpu_model()}, {os.cpu_count()} hardware threads, {format_size(memory_bytes())} of memory, "
               f"Linux {platform.release()}; the data on {storage(Path(args.data_dir))} (the kernel's mmap reads "

@@ -34,6 +34,7 @@ from autopager.nbdkit import Nbdkit
 from autopager.params import COMPRESSIONS, to_environment
 from autopager.workloads import Workload
 from experiments import RESULTS
+from experiments.markdown import table
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter
@@ -145,12 +146,10 @@ def main() -> int:
         writer = csv.DictWriter(out, fieldnames=list(medians[0]))
         writer.writeheader()
         writer.writerows(medians)
-    lines = ["| workload | variant | median | metric | vs local disk | bytes over the link | runs (failed) |",
-             "|---|---|---|---|---|---|---|"]
-    for m in medians:
-        shown = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
-        lines.append(f"| {m['workload']} | {m['variant']} | {shown(m['median'], '.4g')} | {m['metric']} | "
-                     f"{shown(m['vs_local'], '.2f')} | {shown(m['bytes_moved_median'], ',.0f')} | {m['runs']} ({m['failed']}) |")
+    shown = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
+    lines = [table(["workload", "variant", "median", "metric", "vs local disk", "bytes over the link", "runs (failed)"],
+                   [[m["workload"], m["variant"], shown(m["median"], ".4g"), m["metric"], shown(m["vs_local"], ".2f"),
+                     shown(m["bytes_moved_median"], ",.0f"), f"{m['runs']} ({m['failed']})"] for m in medians])]
     lines += ["", "vs local disk: the median over the local disk's (for seconds, above 1 is slower). Bytes over the link: "
               "what the export's stats filter counted, the untimed copy onto the export (and back, for writable data) "
               "included. nbdcopy: MB/s reading the workload's first data file from the same export."]

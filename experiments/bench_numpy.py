@@ -32,6 +32,7 @@ import autopager
 from autopager.page_cache import drop_page_cache
 from autopager.params import format_size, parse_size
 from experiments import RESULTS
+from experiments.markdown import table
 
 OUT = RESULTS / "numpy"
 
@@ -141,12 +142,10 @@ def format_table(rows: list, size: int, buffer_size: int, args: argparse.Namespa
              f"interleaved runs, page cache "
              f"{'dropped before each run' if cold else 'NOT dropped (not root): warm figures'}",
              "",
-             "| method | sum (s) | sum GB/s | sum vs numpy.memmap | gather (s) | gather vs numpy.memmap |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for row in rows:
-        lines.append(f"| {row['method']} | {row['sum']:.3f} | {size / row['sum'] / 1e9:.2f} | "
-                     f"{baseline['sum'] / row['sum']:.2f}x | {row['gather']:.3f} | "
-                     f"{baseline['gather'] / row['gather']:.2f}x |")
+             table(["method", "sum (s)", "sum GB/s", "sum vs numpy.memmap", "gather (s)", "gather vs numpy.memmap"],
+                   [[row["method"], f"{row['sum']:.3f}", f"{size / row['sum'] / 1e9:.2f}",
+                     f"{baseline['sum'] / row['sum']:.2f}x", f"{row['gather']:.3f}",
+                     f"{baseline['gather'] / row['gather']:.2f}x"] for row in rows])]
     return "\n".join(lines)
 
 

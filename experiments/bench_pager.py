@@ -42,6 +42,7 @@ from pathlib import Path
 from autopager.memory_limit import MemoryLimit
 from autopager.page_cache import drop_page_cache
 from experiments import REPO, RESULTS
+from experiments.markdown import table
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
@@ -308,12 +309,6 @@ def fmt(v, digits=0) -> str:
 
 def verdict(ok) -> str:
     return "-" if ok is None else ("**met**" if ok else "**not met**")
-
-
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def floor_section(res: Results, targets: list) -> str:

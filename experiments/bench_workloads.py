@@ -39,6 +39,7 @@ from autopager.machine import read_ahead_of_disk, storage
 from autopager.runner import Measurement, Runner
 from autopager.workloads import Workload
 from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments.markdown import table
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
              "numpy_gather")
@@ -169,7 +170,7 @@ def ratio_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
+def summary_table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
     pager_labels = [v.label for v in variants if v.pager]
     default_label = pager_labels[0]
     header = ["workload", "metric", "data", "buffer", "memory limit", *[v.label for v in variants],
@@ -189,12 +190,6 @@ def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[lis
 
 def data_bytes(workload: Workload) -> int:
     return sum(path.stat().st_size for path in workload.data_paths() if path.exists())
-
-
-def markdown(header: list[str], lines: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(line) + " |" for line in lines]
-    return "\n".join(out)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -262,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                     raw.flush()
                     shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
                     print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
-    header, lines = table(rows, variants)
+    header, lines = summary_table(rows, variants)
     run_loads = [run["load"] for row in rows for runs in row.runs.values() for run in runs]
     with open(out / "workloads.csv", "w", newline="") as f:
         csv.writer(f).writerows([header, *lines])
@@ -277,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
               f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}; "
               f"(1 min) at the start of a run: at most {max(run_loads, default=0):.2f}.\n\n"
               f"Command: `python3 -m experiments.bench_workloads {' '.join(argv or sys.argv[1:])}`\n\n"
-              + markdown(header, lines) + "\n")
+              + table(header, lines) + "\n")
     (out / "workloads.md").write_text(report)
     print(report)
     return 0

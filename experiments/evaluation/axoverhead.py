@@ -22,7 +22,7 @@ from autopager.hydra_app import compose
 from autopager.space import Space
 from autopager.synthetic import cost
 from experiments import CONFIG_SEARCH_PATH
-from experiments.evaluation import markdown as md
+from experiments import markdown as md
 from experiments.evaluation.plan import Size
 
 SPACE = "comparison"

@@ -15,7 +15,7 @@ import pandas as pd
 
 from autopager.analysis import StudyResult, load_study, runs
 from autopager.goal import Goal
-from experiments.evaluation import markdown as md
+from experiments import markdown as md
 from experiments.evaluation.kernel import load_kernel
 from experiments.evaluation.llnl import load_llnl
 from experiments.evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, SEEDED_AX, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan

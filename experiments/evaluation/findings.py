@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from experiments.evaluation import markdown as md
+from experiments import markdown as md
 from experiments.evaluation.figures import KERNELS, against, finished, tuned_parts
 from experiments.evaluation.llnl import LLNL, OURS_DEFAULT, ours_over_llnl
 from experiments.evaluation.plan import AX_BY_SEED, SHORTEST_RUN_SECONDS, Plan

@@ -20,7 +20,7 @@ from autopager.machine import describe
 from autopager.memory_limit import pager_memory
 from autopager.params import format_size
 from autopager.workloads import Workload
-from experiments.evaluation import markdown as md
+from experiments import markdown as md
 from experiments.evaluation.figures import KERNELS, against, collect, finished, tuned_parts
 from experiments.evaluation.findings import findings
 from experiments.evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl
