@@ -9,10 +9,10 @@ a run fails or the script is interrupted; no other swap may be on during the rou
 use it). Each run's checksum must be the one the program computes from its updates (it exits 1 otherwise)
 and the same across ways. Needs root.
 
-    python experiments/bench_heap.py --dir /var/tmp                         # 4 GiB of arrays, 1 GiB limit, 3 rounds
-    python experiments/bench_heap.py --dir /var/tmp --size 1GiB --limit 256MiB --rounds 5
+    python -m experiments.bench_heap --dir /var/tmp                         # 4 GiB of arrays, 1 GiB limit, 3 rounds
+    python -m experiments.bench_heap --dir /var/tmp --size 1GiB --limit 256MiB --rounds 5
 
-Writes a table and the raw times to experiments/results/heap/.
+Writes a table and the raw times to results/heap/.
 """
 from __future__ import annotations
 
@@ -31,10 +31,11 @@ from typing import Iterator, Optional
 
 from autopager.memory_limit import MemoryLimit
 from autopager.params import format_size, parse_size
+from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments.markdown import table as md_table
 
-REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
-RESULTS = Path(__file__).resolve().parent / "results" / "heap"
+OUT = RESULTS / "heap"
 
 
 def swaps_on() -> list[str]:
@@ -64,7 +65,7 @@ def run_once(way: str, args: argparse.Namespace, limit_bytes: int) -> dict:
         argv = [sys.executable, "-m", "autopager.cli", "exec", f"heap={args.dir}", "--", *program]
     else:
         argv = program
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": pythonpath_with_repo()}
     with MemoryLimit(limit_bytes, swap=(way == "kernel swap")) as limit:
         start = time.perf_counter()
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, preexec_fn=limit.enter)
@@ -84,7 +85,7 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument("--limit", default=None, help="the memory cgroup's limit (default: a quarter of --size)")
     parser.add_argument("--updates", type=int, default=4_000_000, help="random updates (default 4000000)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; medians reported (default 3)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     args.size = parse_size(args.size)
     limit_bytes = parse_size(args.limit) if args.limit else args.size // 4
@@ -104,8 +105,8 @@ def main(argv: Optional[list] = None) -> None:
     table = "\n".join([
         f"numpy_heap: {format_size(args.size)} of arrays, {args.updates} random updates and a reduction, memory cgroup "
         f"{format_size(limit_bytes)}; heap and swap file in {args.dir}; median of {args.rounds} interleaved rounds",
-        "", "| way | seconds | vs kernel swap |", "|---|---:|---:|",
-        *(f"| {way} | {medians[way]:.2f} | {medians['kernel swap'] / medians[way]:.2f}x |" for way in ways)])
+        "", md_table(["way", "seconds", "vs kernel swap"],
+                     [[way, f"{medians[way]:.2f}", f"{medians['kernel swap'] / medians[way]:.2f}x"] for way in ways])])
     print("\n" + table)
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

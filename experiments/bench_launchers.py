@@ -9,11 +9,11 @@ over the 1-worker best (the target: within 5%), and the wall time of the 4-worke
 ``run_started`` to ``run_ended``; a trial measured again counts its last run) over ``workers`` x the wall
 time; what is left is the tuner's serial work (the defaults' first run alone, Ax's proposals) and start-up.
 
-    python experiments/bench_launchers.py                      # runs of >= 1 s, 30 trials, 3 seeds
-    python experiments/bench_launchers.py --size 20 --trials 4 --seeds 1 --initialization 2   # a try, in a minute
+    python -m experiments.bench_launchers                      # runs of >= 1 s, 30 trials, 3 seeds
+    python -m experiments.bench_launchers --size 20 --trials 4 --seeds 1 --initialization 2   # a try, in a minute
 
 Needs ray (pip install '.[ray]'). Takes no figures on a loaded machine: run it on a quiet one. Writes a table
-and the raw figures to experiments/results/launchers/.
+and the raw figures to results/launchers/.
 """
 from __future__ import annotations
 
@@ -30,10 +30,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from evaluation.markdown import number, table
-from ray_cluster import REPO, local_cluster
+from experiments import RESULTS, pythonpath_with_repo
+from experiments.markdown import number, table
+from experiments.ray_cluster import local_cluster
 
-RESULTS = Path(__file__).resolve().parent / "results" / "launchers"
+OUT = RESULTS / "launchers"
 # the synthetic workload's search, runs of `size` ms at the optimum and up to ~10x that elsewhere
 STUDY = ["workload=synthetic", "runner.page_cache=evict", "strategy=ax", "space=small", "study.save_profile=false"]
 
@@ -44,7 +45,7 @@ def tune(address: str, workers: int, seed: int, args: argparse.Namespace, home: 
                f"seed={seed}", f"budget.trials={args.trials}", f"strategy.initialization_trials={args.initialization}",
                "launcher=ray", f"launcher.address={address}", f"launcher.workers={workers}", f"study.name={name}",
                f"study.root={home / 'outputs'}", f"profile_dir={home / 'profiles'}", f"data_dir={home / 'data'}"]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=pythonpath_with_repo())
     start = time.perf_counter()
     run = subprocess.run(command, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -66,7 +67,7 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--address", help="an existing Ray cluster (default: one started here)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="bench-launchers-"))

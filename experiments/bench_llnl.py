@@ -13,8 +13,8 @@ Each round runs every variant once, in a fresh order, with the page cache droppe
 kernel's mmap runs in a memory cgroup of the pager's buffer plus ``--mmap-headroom``. Medians over the
 rounds; ratios are taken within a round. The load average is recorded before every run.
 
-    sudo python3 experiments/bench_llnl.py --llnl-source umap --llnl-apps-source umap-apps [--rounds 3]
-    sudo python3 experiments/bench_llnl.py --llnl /opt/llnl-umap ...
+    sudo python3 -m experiments.bench_llnl --llnl-source umap --llnl-apps-source umap-apps [--rounds 3]
+    sudo python3 -m experiments.bench_llnl --llnl /opt/llnl-umap ...
 
 The bfs graph is the R-MAT graph of our own bfs workload (``--scale``), written once in LLNL's CSR layout
 (n+1 64-bit offsets, then the 64-bit neighbours) under ``--data-dir``. Results: ``<out>/runs.jsonl`` (every
@@ -38,16 +38,15 @@ from typing import Callable
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from autopager import _native  # noqa: E402
-from autopager.machine import bytes_read_from_disk, cpu_model, memory_bytes, read_ahead_of_disk, storage  # noqa: E402
-from autopager.memory_limit import MemoryLimit  # noqa: E402
-from autopager.page_cache import drop_page_cache  # noqa: E402
-from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
-from autopager.workloads import locate_bin  # noqa: E402
-from llnl_build import add_source_arguments, llnl_prefix, without_shared_umap  # noqa: E402
+from autopager import _native
+from autopager.machine import bytes_read_from_disk, cpu_model, memory_bytes, read_ahead_of_disk, storage
+from autopager.memory_limit import MemoryLimit
+from autopager.page_cache import drop_page_cache
+from autopager.params import ENV_VARS, format_size, parse_size
+from autopager.workloads import locate_bin
+from experiments import REPO, RESULTS
+from experiments.llnl_build import add_source_arguments, llnl_prefix, without_shared_umap
+from experiments.markdown import table
 
 KERNEL = "mmap"
 UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given
@@ -181,9 +180,8 @@ def median(runs: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
-    rows = ["| variant | wall s (median) | runs | phase s (median) | GB read from the disk (median) | load at start |",
-            "|---|---|---|---|---|---|"]
+def program_table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
+    rows = []
     for variant in variants:
         mine = [r for r in runs if r["variant"] == variant.label]
         failed = [r["error"] for r in mine if "error" in r]
@@ -196,10 +194,12 @@ def table(program: Program, variants: list[Variant], runs: list[dict]) -> str:
         read_text = "-" if read is None else f"{read:.1f}"
         failure = f" ({failed[0]})" if failed else ""
         loads = ", ".join(f"{r['load']:.2f}" for r in mine)
-        rows.append(f"| {variant.label} | {wall_text} | {shown}{failure} | {phase_text} | {read_text} | {loads} |")
+        rows.append([variant.label, wall_text, f"{shown}{failure}", phase_text, read_text, loads])
     checks = {r["check"] for r in runs if "check" in r}
-    rows.append(f"\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
-    return "\n".join(rows)
+    header = ["variant", "wall s (median)", "runs", "phase s (median)", "GB read from the disk (median)",
+              "load at start"]
+    return (table(header, rows)
+            + f"\n\nResult checks: {'the same in every run' if len(checks) <= 1 else 'DIFFER between runs'}.")
 
 
 def variants_of(args: argparse.Namespace) -> list[Variant]:
@@ -246,7 +246,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scale", type=int, default=24)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--data-dir", default="/var/tmp/autopager-bench")
-    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "llnl"))
+    parser.add_argument("--out", default=str(RESULTS / "llnl"))
     return parser.parse_args(argv)
 
 
@@ -292,13 +292,13 @@ def main(argv: list[str] | None = None) -> int:
             sections.append(f"## {program.name}, buffer {format_size(program.buffer_bytes)}\n\n"
                             f"`{' '.join(program.command(Variant('ours', None), UMAP_DEFAULT_PAGE))}` (at 4 KiB pages; "
                             f"UMAP_PAGESIZE and UMAP_BUFSIZE set a variant's page and buffer)\n\n"
-                            + table(program, variants, runs))
+                            + program_table(program, variants, runs))
     report = (f"# LLNL UMap's programs: our library, LLNL's, the kernel's mmap\n\n"
               f"Machine: {cpu_model()}, {os.cpu_count()} hardware threads, {format_size(memory_bytes())} of memory, "
               f"Linux {platform.release()}; the data on {storage(Path(args.data_dir))} (the kernel's mmap reads "
               f"around a fault by up to its read-ahead). {args.threads} application threads; "
               f"{args.rounds} interleaved rounds; the kernel's mmap in a memory cgroup of the buffer + "
-              f"{args.mmap_headroom}.\n\nCommand: `python3 experiments/bench_llnl.py "
+              f"{args.mmap_headroom}.\n\nCommand: `python3 -m experiments.bench_llnl "
               f"{' '.join(argv if argv is not None else sys.argv[1:])}`\n\n" + "\n\n".join(sections) + "\n")
     (out / "llnl.md").write_text(report)
     print(report)

@@ -8,7 +8,7 @@ the pager's defaults and --nbd URI (the data is copied onto the export before th
 run gets a fresh server: `nbdkit --filter=stats [--filter=rate rate=LINK] memory SIZE`, whose stats file gives
 the bytes that crossed the link. The variants run interleaved, --repeats rounds, and the medians are reported.
 
-    sudo python3 experiments/bench_nbd.py [--workloads stream,bfs,randio] [--links none,10G,1G] [--repeats 3]
+    sudo python3 -m experiments.bench_nbd [--workloads stream,bfs,randio] [--links none,10G,1G] [--repeats 3]
 
 Writes <out>/nbd.md (the table), <out>/nbd.csv (medians) and <out>/runs.jsonl (every run), and prints the
 table. Needs nbdkit and nbdcopy (Debian: nbdkit, libnbd-bin), root for userfaultfd, and built workloads
@@ -28,14 +28,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from autopager.cli import compose  # noqa: E402
-from autopager.confirmation import in_turn  # noqa: E402
-from autopager.nbdkit import Nbdkit  # noqa: E402
-from autopager.params import COMPRESSIONS, to_environment  # noqa: E402
-from autopager.workloads import Workload  # noqa: E402
+from autopager.hydra_app import compose
+from autopager.confirmation import in_turn
+from autopager.nbdkit import Nbdkit
+from autopager.params import COMPRESSIONS, to_environment
+from autopager.workloads import Workload
+from experiments import RESULTS
+from experiments.markdown import table
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter
@@ -101,7 +100,7 @@ def main() -> int:
     parser.add_argument("--compressions", default=",".join(COMPRESSIONS))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800, help="seconds for one run")
-    parser.add_argument("--out", type=Path, default=REPO / "experiments" / "results" / "nbd")
+    parser.add_argument("--out", type=Path, default=RESULTS / "nbd")
     parser.add_argument("--override", action="append", default=[],
                         help="a config override for every workload, e.g. workload.size=8 (a quick check)")
     args = parser.parse_args()
@@ -149,12 +148,10 @@ def main() -> int:
         writer = csv.DictWriter(out, fieldnames=list(medians[0]))
         writer.writeheader()
         writer.writerows(medians)
-    lines = ["| workload | variant | median | metric | vs local disk | bytes over the link | runs (failed) |",
-             "|---|---|---|---|---|---|---|"]
-    for m in medians:
-        shown = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
-        lines.append(f"| {m['workload']} | {m['variant']} | {shown(m['median'], '.4g')} | {m['metric']} | "
-                     f"{shown(m['vs_local'], '.2f')} | {shown(m['bytes_moved_median'], ',.0f')} | {m['runs']} ({m['failed']}) |")
+    shown = lambda v, f: "" if v is None else format(v, f)  # noqa: E731
+    lines = [table(["workload", "variant", "median", "metric", "vs local disk", "bytes over the link", "runs (failed)"],
+                   [[m["workload"], m["variant"], shown(m["median"], ".4g"), m["metric"], shown(m["vs_local"], ".2f"),
+                     shown(m["bytes_moved_median"], ",.0f"), f"{m['runs']} ({m['failed']})"] for m in medians])]
     lines += ["", "vs local disk: the median over the local disk's (for seconds, above 1 is slower). Bytes over the link: "
               "what the export's stats filter counted, the untimed copy onto the export (and back, for writable data) "
               "included. nbdcopy: MB/s reading the workload's first data file from the same export."]

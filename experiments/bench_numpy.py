@@ -7,11 +7,11 @@ timed for numpy.memmap (the kernel's mmap and page cache, with the device's read
 autopager.memmap at several page sizes, each without and with read-ahead: the median of several runs,
 interleaved across methods. Dropping the page cache needs root; without it the figures are marked warm.
 
-    python experiments/bench_numpy.py                       # 2 GiB file, 256 MiB buffer, 3 runs
-    python experiments/bench_numpy.py --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
+    python -m experiments.bench_numpy                       # 2 GiB file, 256 MiB buffer, 3 runs
+    python -m experiments.bench_numpy --size 1GiB --buffer 128MiB --runs 5 --page-sizes 4KiB,1MiB --read-ahead 0
 
 Needs the package: `pip install .`, or PYTHONPATH=. with the native module built. Prints a table and
-writes it, with the raw times, to experiments/results/numpy/.
+writes it, with the raw times, to results/numpy/.
 """
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ import numpy as np
 import autopager
 from autopager.page_cache import drop_page_cache
 from autopager.params import format_size, parse_size
+from experiments import RESULTS
+from experiments.markdown import table
 
-RESULTS = Path(__file__).resolve().parent / "results" / "numpy"
+OUT = RESULTS / "numpy"
 
 
 def make_data_file(path: Path, size: int) -> None:
@@ -72,7 +74,7 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported")
     parser.add_argument("--data-dir", default=os.environ.get("AUTOPAGER_DATA_DIR")
                         or os.path.join(tempfile.gettempdir(), "autopager-bench"))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
 
     size, buffer_size = parse_size(args.size), parse_size(args.buffer)
@@ -140,12 +142,10 @@ def format_table(rows: list, size: int, buffer_size: int, args: argparse.Namespa
              f"interleaved runs, page cache "
              f"{'dropped before each run' if cold else 'NOT dropped (not root): warm figures'}",
              "",
-             "| method | sum (s) | sum GB/s | sum vs numpy.memmap | gather (s) | gather vs numpy.memmap |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for row in rows:
-        lines.append(f"| {row['method']} | {row['sum']:.3f} | {size / row['sum'] / 1e9:.2f} | "
-                     f"{baseline['sum'] / row['sum']:.2f}x | {row['gather']:.3f} | "
-                     f"{baseline['gather'] / row['gather']:.2f}x |")
+             table(["method", "sum (s)", "sum GB/s", "sum vs numpy.memmap", "gather (s)", "gather vs numpy.memmap"],
+                   [[row["method"], f"{row['sum']:.3f}", f"{size / row['sum'] / 1e9:.2f}",
+                     f"{baseline['sum'] / row['sum']:.2f}x", f"{row['gather']:.3f}",
+                     f"{baseline['gather'] / row['gather']:.2f}x"] for row in rows])]
     return "\n".join(lines)
 
 

@@ -19,8 +19,8 @@ CAP_HEADROOM_MIB, so the kernel's page cache gets the memory the pager's buffer 
 Writes <out>/README.md (tables, targets met or not), <out>/pager_bench.csv (one row a run) and
 <out>/runs.jsonl (every raw result). Needs root (drop_caches, userfaultfd) and fio.
 
-  python3 experiments/bench_pager.py --quick          # a small smoke run, a minute or two
-  python3 experiments/bench_pager.py                  # the full benchmark, about 25 minutes
+  python3 -m experiments.bench_pager --quick          # a small smoke run, a minute or two
+  python3 -m experiments.bench_pager                  # the full benchmark, about 25 minutes
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autopager.memory_limit import MemoryLimit
+from autopager.page_cache import drop_page_cache
+from experiments import REPO, RESULTS
+from experiments.markdown import table
 
-from autopager.memory_limit import MemoryLimit  # noqa: E402
-from autopager.page_cache import drop_page_cache  # noqa: E402
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 # Targets of issue 2, "What it must reach".
@@ -311,12 +311,6 @@ def verdict(ok) -> str:
     return "-" if ok is None else ("**met**" if ok else "**not met**")
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
 def floor_section(res: Results, targets: list) -> str:
     out = ["## Pager cost per 4 KiB fault (memory store) vs the bare userfaultfd floor", "",
            "One application thread touches every 4 KiB page of the region once, in random order; "
@@ -527,7 +521,7 @@ def parse_args(argv=None):
                     help="niceness of the runs: other users of the 2 CPUs disturb the figures less (0: leave it)")
     ap.add_argument("--report-only", action="store_true",
                     help="rewrite README.md from the runs.jsonl and meta.json already in --out, running nothing")
-    ap.add_argument("--out", default=None, help="results folder (default experiments/results/pager, or .../quick)")
+    ap.add_argument("--out", default=None, help="results folder (default results/pager, or .../quick)")
     a = ap.parse_args(argv)
     if a.quick:
         a.reps, a.seconds, a.file_gib, a.buffer_mib = 1, 1, 0.5, 64
@@ -536,7 +530,7 @@ def parse_args(argv=None):
     a.page_sizes = parse_list(a.page_sizes)
     a.file_size = int(a.file_gib * GIB) // (4 * MIB) * (4 * MIB)
     a.data_file = str(Path(a.data_dir) / "data.bin")
-    a.out = Path(a.out) if a.out else REPO / "experiments" / "results" / "pager" / ("quick" if a.quick else "")
+    a.out = Path(a.out) if a.out else RESULTS / "pager" / ("quick" if a.quick else "")
     a.bench_bin = Path(a.build_dir) / "experiments" / "fault_bench"
     a.floor_bin = Path(a.build_dir) / "experiments" / "uffd_floor"
     return a

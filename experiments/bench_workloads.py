@@ -10,8 +10,8 @@ cache. --variant adds the pager with any other parameters. Each variant
 runs --repeats times, the variants interleaved, and the median is reported. --build compares builds: every
 pager variant runs with each build's workload programs, interleaved with the others.
 
-    sudo python3 experiments/bench_workloads.py [--workloads bfs,sort] [--repeats 3]
-    sudo python3 experiments/bench_workloads.py --build before=../old/build/workloads --build after=build/workloads
+    sudo python3 -m experiments.bench_workloads [--workloads bfs,sort] [--repeats 3]
+    sudo python3 -m experiments.bench_workloads --build before=../old/build/workloads --build after=build/workloads
 
 Writes <out>/workloads.md (the table), <out>/workloads.csv (medians) and <out>/runs.jsonl (every run),
 and prints the table. Needs root (drop_caches, cgroups, userfaultfd) and built workloads (build/workloads,
@@ -30,18 +30,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from autopager.cli import compose  # noqa: E402
-from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
-from autopager.confirmation import in_turn  # noqa: E402
-from autopager.exec import environment_with  # noqa: E402
-from autopager.machine import read_ahead_of_disk, storage  # noqa: E402
-from autopager.runner import Measurement, Runner  # noqa: E402
-from autopager.workloads import Workload  # noqa: E402
+from autopager.hydra_app import compose
+from autopager.memory_limit import pager_memory
+from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size
+from autopager.confirmation import in_turn
+from autopager.exec import environment_with
+from autopager.machine import read_ahead_of_disk, storage
+from autopager.runner import Measurement, Runner
+from autopager.workloads import Workload
+from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments.markdown import table
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
              "numpy_gather")
@@ -172,7 +170,7 @@ def ratio_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
+def summary_table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[list[str]]]:
     pager_labels = [v.label for v in variants if v.pager]
     default_label = pager_labels[0]
     header = ["workload", "metric", "data", "buffer", "memory limit", *[v.label for v in variants],
@@ -192,12 +190,6 @@ def table(rows: list[Row], variants: list[Variant]) -> tuple[list[str], list[lis
 
 def data_bytes(workload: Workload) -> int:
     return sum(path.stat().st_size for path in workload.data_paths() if path.exists())
-
-
-def markdown(header: list[str], lines: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(line) + " |" for line in lines]
-    return "\n".join(out)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -223,7 +215,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
                         "once is not repeated")
     parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the workloads keep their data")
-    parser.add_argument("--out", default=str(REPO / "experiments" / "results" / "workloads"))
+    parser.add_argument("--out", default=str(RESULTS / "workloads"))
     return parser.parse_args(argv)
 
 
@@ -242,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     headroom = parse_size(args.headroom)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))  # numpy_gather
+    os.environ["PYTHONPATH"] = pythonpath_with_repo()  # numpy_gather
     rows = []
     load_before = os.getloadavg()[1]
     with open(out / "runs.jsonl", "w") as raw:
@@ -265,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                     raw.flush()
                     shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
                     print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
-    header, lines = table(rows, variants)
+    header, lines = summary_table(rows, variants)
     run_loads = [run["load"] for row in rows for runs in row.runs.values() for run in runs]
     with open(out / "workloads.csv", "w", newline="") as f:
         csv.writer(f).writerows([header, *lines])
@@ -279,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
               f"by up to its read-ahead): {storage(Path(args.data_dir))}. "
               f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}; "
               f"(1 min) at the start of a run: at most {max(run_loads, default=0):.2f}.\n\n"
-              f"Command: `python3 experiments/bench_workloads.py {' '.join(argv or sys.argv[1:])}`\n\n"
-              + markdown(header, lines) + "\n")
+              f"Command: `python3 -m experiments.bench_workloads {' '.join(argv or sys.argv[1:])}`\n\n"
+              + table(header, lines) + "\n")
     (out / "workloads.md").write_text(report)
     print(report)
     return 0

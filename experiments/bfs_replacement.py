@@ -10,10 +10,10 @@ without read-ahead, under FIFO (the pager's policy), LRU, random replacement, FI
 retained by the first pages filled (the pager's evict_retain) and Belady's optimum (evict the page used farthest
 in the future), which bounds every policy.
 
-    python3 experiments/bfs_replacement.py --graph /var/tmp/apdata/bfs-s24.llnl-csr --page-sizes 1MiB,256KiB
+    python3 -m experiments.bfs_replacement --graph /var/tmp/apdata/bfs-s24.llnl-csr --page-sizes 1MiB,256KiB
 
 It answers whether a better replacement policy could make the bfs with a 1 GiB buffer read much less than
-FIFO: the pager and the kernel's mmap are both bound by the disk's bandwidth there (experiments/results/
+FIFO: the pager and the kernel's mmap are both bound by the disk's bandwidth there (results/
 llnl-bfs-readahead).
 """
 from __future__ import annotations
@@ -23,14 +23,10 @@ import heapq
 import random
 import sys
 from collections import OrderedDict
-from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from autopager.params import format_size, parse_size  # noqa: E402
+from autopager.params import format_size, parse_size
 
 UNREACHED = np.iinfo(np.uint16).max
 

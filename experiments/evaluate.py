@@ -1,40 +1,27 @@
 #!/usr/bin/env python3
-"""The AutoPager evaluation (paper section IV) reproduced on this machine.
+"""The AutoPager evaluation (paper section IV) reproduced on this machine, at real sizes.
 
-The full and quick runs: for bfs, sort, kv_readseq, kv_readrandom, kv_readreverse and lookup, at a small and a
-large out-of-core size of 8-34 MiB: the default parameters, page-size-only tuning, grid search on a restricted
-space (small size), Ax (10 + 20 trials), coordinate descent and random search (small size), the kernel's mmap
-under a memory limit equal to the pager's buffer, the small size's Ax parameters applied to the large size
-(transfer), and each method's best parameters measured again (confirmation), one run a trial, uncapped.
-Figures: figures.csv, summary.md, speedups.png, convergence.png.
-
-The real run (``--real``): sort, bfs, lmdb_readseq, lmdb_readrandom, lmdb_readreverse, lookup, stream and
-numpy_gather at real sizes (GiB of data, a 1 GiB buffer; bfs scale 24 also in memory; runs of 10 s to minutes),
-on the tuner's own protocol (capping, noise runs, confirmation in 3 interleaved rounds): our defaults, UMap's
-defaults (4 KiB pages), page size only, the restricted grid, Ax (30 trials, capped), coordinate descent, random
-search, the transfer from a small size, the kernel's mmap at the disk's read-ahead and at 128 KiB, LLNL UMap for
-sort and bfs (``--llnl PREFIX``, or built from ``--llnl-source`` and ``--llnl-apps-source``), the best tuned
-winner, our defaults and the kernel in the same interleaved rounds (``side-by-side``), Ax uncapped for the tuning
-time without capping, and Ax at other seeds (last). Figures: real_figures.csv, summary.md, convergence.png
-(experiments/evaluation/real_report.py). Before running, the steps and a rough time estimate are printed;
-``--dry-run`` prints them and exits.
+Sort, bfs, lmdb_readseq, lmdb_readrandom, lmdb_readreverse, lookup, stream and numpy_gather at real sizes (GiB of
+data, a 1 GiB buffer; bfs scale 24 also in memory; runs of 10 s to minutes), on the tuner's own protocol (capping,
+noise runs, confirmation in 3 interleaved rounds): our defaults, UMap's defaults (4 KiB pages), page size only, the
+restricted grid, Ax (30 trials, capped), coordinate descent, random search, the transfer from a small size, the
+kernel's mmap at the disk's read-ahead and at 128 KiB, LLNL UMap for sort and bfs (``--llnl PREFIX``, or built from
+``--llnl-source`` and ``--llnl-apps-source``), the best tuned winner, our defaults and the kernel in the same
+interleaved rounds (``side-by-side``), Ax uncapped for the tuning time without capping, and Ax at other seeds
+(last). Figures: real_figures.csv, summary.md, convergence.png (experiments/evaluation/report.py). Before running,
+the steps and a rough time estimate are printed; ``--dry-run`` prints them and exits.
 
 Every study is recorded and resumable: run the same command again to continue. A search study cut short (a
 timeout, Ctrl-C, a session that ended) is logged in steps.csv as ``interrupted``, shown in the report as not
 confirmed, without figures, and resumed by the next run.
 
-    sudo python3 experiments/evaluate.py                 # the full evaluation (about an hour on 2 cores)
-    sudo python3 experiments/evaluate.py --quick --out /tmp/evaluation-quick   # tiny sizes, minutes
-    sudo python3 experiments/evaluate.py --real --llnl /opt/llnl-umap --wait-load 0.5   # real sizes: many hours
-    sudo python3 experiments/evaluate.py --real --llnl-source umap --llnl-apps-source umap-apps   # LLNL UMap built
-    python3 experiments/evaluate.py --real --dry-run     # the real run's steps and time estimate
-    sudo python3 experiments/evaluate.py --real --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
-    sudo python3 experiments/evaluate.py --real --quick --workloads sort   # the real run's steps at tiny sizes
-    python3 experiments/evaluate.py --report-only        # the figures from the recorded studies
-    sudo python3 experiments/evaluate.py --comparison    # Ax against an exhaustive grid on one space (sort,
-                                                         # bfs): ax_vs_grid.md and .csv (experiments/evaluation/
-                                                         # comparison.py)
-    python3 experiments/evaluate.py --ax-overhead tuner --ax-seeds 1   # Ax's own time a trial, no runs
+    sudo python3 -m experiments.evaluate --llnl /opt/llnl-umap --wait-load 0.5   # many hours
+    sudo python3 -m experiments.evaluate --llnl-source umap --llnl-apps-source umap-apps   # LLNL UMap built
+    python3 -m experiments.evaluate --dry-run            # the steps and the time estimate
+    sudo python3 -m experiments.evaluate --steps 'large/sort/llnl,*/bfs/ax'   # only these steps
+    sudo python3 -m experiments.evaluate --quick --workloads sort   # the steps at tiny sizes
+    python3 -m experiments.evaluate --report-only        # the figures from the recorded studies
+    python3 -m experiments.evaluate --ax-overhead tuner --ax-seeds 1 --out results/evaluation   # Ax's own time
 
 Needs root (dropping the page cache, memory cgroups, the disk's read-ahead) and the built workloads
 (build/workloads, or AUTOPAGER_BIN).
@@ -51,24 +38,17 @@ import sys
 import time
 from pathlib import Path
 
-EXPERIMENTS = Path(__file__).resolve().parent
-REPO = EXPERIMENTS.parent
-sys.path[:0] = [str(REPO), str(EXPERIMENTS)]
-
-from autopager.errors import ConfigError, StudyError  # noqa: E402
-from evaluation import comparison  # noqa: E402
-from evaluation.axoverhead import VARIANTS, measure_overhead  # noqa: E402
-from evaluation.comparison_report import write_comparison  # noqa: E402
-from evaluation.kernel import measure_kernel  # noqa: E402
-from evaluation.llnl import measure_llnl  # noqa: E402
-from evaluation.plan import (BUDGETS, REAL, REAL_QUICK, REAL_WORKLOADS, WORKLOADS, KernelSpec, LlnlSpec, Plan,  # noqa: E402
-                             SideBySideSpec, Step, StudySpec, estimate_seconds, expected_runs, make_plan,
-                             make_real_plan)
-from evaluation.real_report import write_real_report  # noqa: E402
-from evaluation.report import write_report  # noqa: E402
-from evaluation.side_by_side import measure_side_by_side, tuned_winner  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished  # noqa: E402
-from llnl_build import add_source_arguments, llnl_prefix  # noqa: E402
+from autopager.errors import ConfigError, StudyError
+from experiments import REPO, RESULTS
+from experiments.evaluation.axoverhead import VARIANTS, measure_overhead
+from experiments.evaluation.kernel import measure_kernel
+from experiments.evaluation.llnl import measure_llnl
+from experiments.evaluation.plan import (BUDGETS, REAL, REAL_QUICK, WORKLOADS, KernelSpec, LlnlSpec, Plan, SideBySideSpec,
+                                         Step, StudySpec, estimate_seconds, expected_runs, make_plan)
+from experiments.evaluation.report import write_report
+from experiments.evaluation.side_by_side import measure_side_by_side, tuned_winner
+from experiments.evaluation.studies import OPTIMIZER_STEP, Places, load_optimizer, run_study, unfinished
+from experiments.llnl_build import add_source_arguments, llnl_prefix
 
 STEP_COLUMNS = ["finished", "step", "status", "error", "seconds", "load_before", "load_after"]
 
@@ -90,7 +70,7 @@ def describe_plan(plan: Plan, listed: bool) -> None:
             print(f"{number:4d}. {step.label} (about {expected_runs(step, plan)} runs)")
     hours = estimate_seconds(plan) / 3600
     print(f"evaluation: {len(plan.steps)} steps, roughly {hours:.1f} h of machine time "
-          f"({'capped runs end early; ' if plan.real else ''}a rough estimate, from guessed run times)", flush=True)
+          "(capped runs end early; a rough estimate, from guessed run times)", flush=True)
 
 
 def wait_for_load(highest: float | None, longest: float = 600) -> None:
@@ -151,10 +131,8 @@ def selected_steps(plan: Plan, patterns: list[str]) -> list[Step]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes and budgets: the whole pipeline in minutes")
-    parser.add_argument("--real", action="store_true", help="the evaluation at real sizes on the tuner's protocol "
-                        "(with --quick: its steps at tiny sizes)")
-    parser.add_argument("--llnl", type=Path, help="with --real: LLNL UMap's install prefix (bin/umapsort, bin/bfs, "
+    parser.add_argument("--quick", action="store_true", help="the steps at tiny sizes and budgets, in minutes")
+    parser.add_argument("--llnl", type=Path, help="LLNL UMap's install prefix (bin/umapsort, bin/bfs, "
                         "lib/libumap.so); without it or --llnl-source its steps are skipped")
     add_source_arguments(parser)
     parser.add_argument("--wait-load", type=float, metavar="LOAD", help="before each step, wait (10 min at most) for "
@@ -164,56 +142,42 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", help="comma-separated step labels or shell patterns (e.g. 'large/sort/llnl,"
                         "*/bfs/ax'): run only the plan's steps that match, in the plan's order; the report still "
                         "covers every recorded step")
-    parser.add_argument("--out", type=Path, help="results directory (default: experiments/results/evaluation, "
-                        "with --quick outputs/evaluation-quick; --real: experiments/results/evaluation-real)")
+    parser.add_argument("--out", type=Path, help="results directory (default: results/evaluation-real, with --quick "
+                        "outputs/evaluation-real-quick)")
     parser.add_argument("--data-dir", type=Path, default=Path("/var/tmp/autopager-evaluation"),
                         help="where the workloads keep their data")
-    parser.add_argument("--workloads", help="comma-separated, of: " + ", ".join(WORKLOADS) + " (default: all; with "
-                        "--comparison: " + ",".join(comparison.WORKLOADS) + "; with --real: " + ",".join(REAL_WORKLOADS)
-                        + ")")
-    parser.add_argument("--comparison", action="store_true", help="Ax against an exhaustive grid on one sampled "
-                        "space (issue 4's target) instead of the evaluation")
-    parser.add_argument("--ax-seeds", type=int, default=3, help="with --comparison or --ax-overhead: Ax studies, "
-                        "one a seed")
+    parser.add_argument("--workloads", help="comma-separated, of: " + ", ".join(WORKLOADS) + " (default: all)")
+    parser.add_argument("--ax-seeds", type=int, default=3, help="with --ax-overhead: Ax studies, one a seed")
     parser.add_argument("--ax-overhead", choices=VARIANTS, help="only time Ax's asks with these settings, without "
                         "workload runs (experiments/evaluation/axoverhead.py)")
-    parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, quick: 5)")
+    parser.add_argument("--ax-trials", type=int, help="Ax trials at the small size (default: 30, --quick: 5)")
     parser.add_argument("--large-ax-trials", type=int, help="Ax trials at the large size (default: as small)")
-    parser.add_argument("--mmap-timeout", type=float, help="seconds a kernel-mmap (and LLNL UMap) run (default: 120; "
-                        "--real: 1800)")
+    parser.add_argument("--mmap-timeout", type=float, help="seconds a kernel-mmap (and LLNL UMap) run (default: 1800; "
+                        "--quick: 120)")
     parser.add_argument("--report-only", action="store_true", help="write the figures from the recorded studies")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.real:
-        mode = REAL_QUICK if args.quick else REAL
-    else:
-        mode = "quick" if args.quick else "full"
-    default_workloads = comparison.WORKLOADS if args.comparison else REAL_WORKLOADS if args.real else WORKLOADS
-    workloads = tuple(name for name in (args.workloads or ",".join(default_workloads)).split(",") if name)
-    unknown = set(workloads) - set(default_workloads)
+    mode = REAL_QUICK if args.quick else REAL
+    workloads = tuple(name for name in (args.workloads or ",".join(WORKLOADS)).split(",") if name)
+    unknown = set(workloads) - set(WORKLOADS)
     if unknown:
-        sys.exit(f"evaluate: unknown workload(s) {sorted(unknown)}; choose from {', '.join(default_workloads)}")
-    if args.comparison:
-        plan = comparison.make_comparison(mode, workloads, args.ax_seeds)
-    else:
-        budget = BUDGETS[mode]
-        small = args.ax_trials or budget.ax_trials
-        budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
-        plan = (make_real_plan if args.real else make_plan)(mode, workloads, budget)
+        sys.exit(f"evaluate: unknown workload(s) {sorted(unknown)}; choose from {', '.join(WORKLOADS)}")
+    budget = BUDGETS[mode]
+    small = args.ax_trials or budget.ax_trials
+    budget = dataclasses.replace(budget, ax_trials=small, large_ax_trials=args.large_ax_trials or small)
+    plan = make_plan(mode, workloads, budget)
     if args.steps:
         plan.steps = selected_steps(plan, args.steps.split(","))
     if args.dry_run:
         describe_plan(plan, listed=True)
         return 0
-    default_out = ("evaluation-real-quick" if args.quick else "evaluation-real") if args.real else (
-        "evaluation-quick" if args.quick else "evaluation")
-    out = args.out or (REPO / "outputs" / default_out if args.quick else EXPERIMENTS / "results" / default_out)
+    out = args.out or (REPO / "outputs" / "evaluation-real-quick" if args.quick else RESULTS / "evaluation-real")
     places = Places(out.resolve(), args.data_dir.resolve())
     places.out.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["python3 experiments/evaluate.py", *(argv or sys.argv[1:])])
+    command = " ".join(["python3 -m experiments.evaluate", *(argv or sys.argv[1:])])
     if args.ax_overhead:
         print(f"evaluation: {measure_overhead(args.ax_overhead, args.ax_seeds, places.out, command)}")
         return 0
@@ -224,11 +188,10 @@ def main(argv: list[str] | None = None) -> int:
         load, start = os.getloadavg()[0], time.perf_counter()
         load_optimizer()
         log_step(places.out / plan.log, OPTIMIZER_STEP, "ok", "", time.perf_counter() - start, load)
-        mmap_timeout = args.mmap_timeout or (1800 if args.real and not args.quick else 120)
+        mmap_timeout = args.mmap_timeout or (120 if args.quick else 1800)
         llnl = llnl_prefix(args, places.data_dir) if any(isinstance(step, LlnlSpec) for step in plan.steps) else None
         run_plan(plan, places, mmap_timeout, llnl, args.wait_load)
-    write = write_comparison if args.comparison else write_real_report if args.real else write_report
-    summary = write(plan, places, command)
+    summary = write_report(plan, places, command)
     print(f"\nevaluation: the figures are in {places.out} ({summary.name})")
     return 0
 

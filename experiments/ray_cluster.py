@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import ray
+from experiments import pythonpath_with_repo
 
-REPO = Path(__file__).resolve().parent.parent
 RESOURCE = "autopager_node"
 RAY = str(Path(sys.executable).parent / "ray")
 START_SECONDS = 120
@@ -36,7 +36,7 @@ def free_port() -> int:
 
 def start_node(args: Sequence[str], name: str, units: int, log: Path) -> subprocess.Popen:
     env = dict(os.environ, AUTOPAGER_NODE=name, RAY_USAGE_STATS_ENABLED="0", RAY_raylet_start_wait_time_s="120",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+               PYTHONPATH=pythonpath_with_repo())
     return subprocess.Popen([RAY, "start", "--block", "--num-cpus=1", "--node-ip-address=127.0.0.1",
                              f"--resources={json.dumps({RESOURCE: units})}", *args],
                             env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)

@@ -4,16 +4,12 @@ round runs."""
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from conftest import REPO
-
-sys.path.insert(0, str(REPO / "experiments"))
-
-import bench_llnl  # noqa: E402
+from experiments import bench_llnl
 
 BUILT = (REPO / "build" / "workloads" / "bfs").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
 

@@ -1,6 +1,6 @@
-"""experiments/evaluate.py --quick: the whole evaluation pipeline at tiny sizes, with real workloads, the real
-tuner (Ax included) and the kernel's mmap in a memory cgroup, then checks that its outputs exist and agree
-with the study tables they were made from, and that a second run resumes without measuring again."""
+"""python -m experiments.evaluate: its plan composed with the tuner at real sizes, its steps at tiny sizes with real
+workloads, the real tuner (Ax included) and the kernel's mmap in a memory cgroup, its outputs checked against the
+study tables they were made from, a second run that measures nothing again, and its report's parts."""
 from __future__ import annotations
 
 import dataclasses
@@ -16,158 +16,42 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
+from experiments.evaluate import run_plan
+from experiments.evaluation.findings import findings
+from experiments.evaluation.figures import COLUMNS
+from experiments.evaluation.llnl import figures_of, ours_over_llnl
+from experiments.evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,
+                                         REAL_QUICK, SEEDED_AX, SIDE_BY_SIDE, SMALL, TRANSFER, UMAP_DEFAULTS,
+                                         UNCAPPED, WORKLOADS, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan,
+                                         seeded_ax)
+from experiments.evaluation.plots import over_seeds
+from experiments.evaluation.report import (ax_over_seeds, ax_versus_grid, llnl_rounds, same_rounds, versus,
+                                           write_report)
+from experiments.evaluation.rounds import same_round_ratios
+from experiments.evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner
+from experiments.evaluation.studies import Places, compose_workload, study_overrides
+from autopager.analysis import load_study, runs
+from autopager.machine import read_ahead_file
 
-sys.path.insert(0, str(REPO / "experiments"))
-
-from evaluate import run_plan  # noqa: E402
-from evaluation.comparison import SCALE, confirmation, make_comparison  # noqa: E402
-from evaluation.plan import (AX_SEEDS, BUDGETS, KERNEL_READ_AHEAD_KIB, LARGE, MEMORY, REAL_METHODS,  # noqa: E402
-                             REAL_QUICK, REAL_WORKLOADS, SEEDED_AX, SIDE_BY_SIDE, SMALL, TRANSFER, UMAP_DEFAULTS,
-                             UNCAPPED, LlnlSpec, Plan, SideBySideSpec, Size, StudySpec, make_plan, make_real_plan,
-                             seeded_ax)
-from evaluation.findings import real_findings  # noqa: E402
-from evaluation.llnl import figures_of, ours_over_llnl  # noqa: E402
-from evaluation.real_figures import COLUMNS  # noqa: E402
-from evaluation.plots import over_seeds  # noqa: E402
-from evaluation.real_report import (ax_over_seeds, ax_versus_grid, llnl_rounds, same_rounds, versus,  # noqa: E402
-                                    write_real_report)
-from evaluation.rounds import same_round_ratios  # noqa: E402
-from evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner  # noqa: E402
-from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
-from autopager.analysis import load_study, runs  # noqa: E402
-from autopager.machine import read_ahead_file  # noqa: E402
-from autopager.progress import speedup  # noqa: E402
-
-WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize
-METHODS = {SMALL: {"default", "mmap", "pagesize", "grid", "ax", "coordinate", "random"},
-           LARGE: {"default", "mmap", "pagesize", "ax", TRANSFER}}
-BUILT = (REPO / "build" / "workloads" / "kv").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
+EVALUATE = [sys.executable, "-m", "experiments.evaluate"]  # from the repository's root (cwd=REPO)
+BUILT = (REPO / "build" / "workloads" / "sort").exists() or bool(os.environ.get("AUTOPAGER_BIN"))
 
 needs_root_and_workloads = pytest.mark.skipif(
     os.geteuid() != 0 or not BUILT,
     reason="the evaluation drops the page cache and uses memory cgroups (root), and runs the built workloads")
 
 
-def evaluate(out, data, *extra):
-    return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--quick", "--out", str(out),
-                           "--data-dir", str(data), "--workloads", ",".join(WORKLOADS), *extra],
-                          capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    out, data = tmp_path_factory.mktemp("evaluation"), tmp_path_factory.mktemp("data")
-    run = evaluate(out, data)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    return out, data
-
-
-def test_the_full_plan_runs_every_method_on_every_workload():
-    plan = make_plan("full")
-    labels = [step.label for step in plan.steps]
-    assert len(labels) == len(set(labels))
-    for workload in plan.workloads:
-        for scale, methods in METHODS.items():
-            assert {label.split("/")[2] for label in labels if label.startswith(f"{scale}/{workload}/")} >= methods
-        small, large = plan.size(workload, SMALL), plan.size(workload, LARGE)
-        assert large.size > small.size and large.buffer_bytes >= small.buffer_bytes
-    assert plan.budget.ax_initialization == 10 and plan.budget.ax_trials == 30
-    # the transfer needs the small size's Ax study first
-    assert labels.index(f"{LARGE}/bfs/{TRANSFER}") > labels.index(f"{SMALL}/bfs/ax")
-
-
-@needs_root_and_workloads
-def test_quick_evaluation_writes_every_output(quick):
-    out, _ = quick
-    for name in ("figures.csv", "summary.md", "speedups.png", "convergence.png", "steps.csv"):
-        assert (out / name).stat().st_size > 0, name
-    for plot in ("speedups.png", "convergence.png"):
-        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    summary = (out / "summary.md").read_text()
-    for heading in ("## Machine", "## Figure 2", "## Ax against grid", "kernel's mmap", "## Table III",
-                    "## Tuning time", "## Findings", "## Noise"):
-        assert heading in summary, heading
-    for workload in WORKLOADS:
-        assert f"| {workload} |" in summary
-    steps = pd.read_csv(out / "steps.csv", dtype={"error": str})
-    assert len(steps[steps.step != OPTIMIZER_STEP]) == len(make_plan("quick", WORKLOADS).steps)
-
-
-@needs_root_and_workloads
-def test_figures_agree_with_the_study_tables(quick):
-    out, _ = quick
-    figures = pd.read_csv(out / "figures.csv")
-    for workload in WORKLOADS:
-        for scale, methods in METHODS.items():
-            rows = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method")
-            assert set(rows.index) == methods, (workload, scale)
-            goal = rows.goal.iloc[0]
-            assert rows.loc["default", "speedup_vs_default"] == pytest.approx(1.0)
-            for method in methods - {"default", "mmap"}:
-                study = load_study(out / "studies" / scale / workload / method)
-                assert rows.loc[method, "trials"] == len(study.trials)
-                assert rows.loc[method, "value"] == pytest.approx(study.best().value)
-                expected = speedup(rows.loc[method, "value"], rows.loc["default", "value"], goal)
-                assert rows.loc[method, "speedup_vs_default"] == pytest.approx(expected)
-            mmap = rows.loc["mmap", "value"]
-            if pd.notna(mmap):
-                assert rows.loc["ax", "speedup_vs_mmap"] == pytest.approx(speedup(rows.loc["ax", "value"], mmap, goal))
-        ax = load_study(out / "studies" / SMALL / workload / "ax")
-        assert (ax.trials.kind != "default").sum() == make_plan("quick").budget.ax_trials
-        transfer = load_study(out / "studies" / LARGE / workload / TRANSFER)
-        params = ax.best_params()
-        assert {k: transfer.trials[k].iloc[0] for k in params if k != "buffer_size"} == \
-            {k: v for k, v in params.items() if k != "buffer_size"}
-
-
-@needs_root_and_workloads
-def test_a_second_run_resumes_without_measuring_again(quick):
-    out, data = quick
-    before = {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")}
-    run = evaluate(out, data, "--workloads", WORKLOADS[0])
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    after = {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")}
-    assert after == before
-
-
-@needs_root_and_workloads
-def test_comparison_runs_ax_and_the_whole_grid_on_one_space(tmp_path):
-    out, data = tmp_path / "out", tmp_path / "data"
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--comparison", "--quick",
-                          "--out", str(out), "--data-dir", str(data), "--workloads", "sort", "--ax-seeds", "2"],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    plan = make_comparison("quick", ("sort",), 2)
-    studies = out / "studies" / SCALE / "sort"
-    grid = load_study(studies / "grid")
-    assert len(grid.trials) == 1 + 16 and not grid.trials.duplicated(["page_size", "fillers", "evictors", "read_ahead"]).any()
-    for seed in (0, 1):
-        ax = load_study(studies / f"ax-seed{seed}")
-        assert len(ax.trials) == 1 + plan.budget.ax_trials and ax.config["seed"] == seed
-        assert set(ax.trials.proposed_by.dropna()) <= {"CenterOfSearchSpace", "Sobol", "MBM"}
-        assert set(grid.trials.page_size) >= set(ax.trials.page_size)  # the same space
-    figures = pd.read_csv(out / "ax_vs_grid.csv").set_index("method")
-    assert set(figures.index) == {"default", "ax-seed0", "ax-seed1", "grid"}
-    for method in figures.index:
-        confirm = load_study(studies / confirmation(method, 0))
-        assert figures.loc[method, "confirmed_value"] == pytest.approx(confirm.trials.value.iloc[0], rel=1e-5)
-        assert figures.loc[method, "best_value"] == pytest.approx(load_study(studies / method).best().value)
-    summary = (out / "ax_vs_grid.md").read_text()
-    assert "## The targets (issue 4)" in summary and "| sort | ax-seed1 |" in summary
-    steps = pd.read_csv(out / "ax_vs_grid_steps.csv")
-    assert len(steps[steps.step != OPTIMIZER_STEP]) == len(plan.steps) and (steps.status == "ok").all()
-    imported = steps.seconds[steps.step == OPTIMIZER_STEP].median()
-    expected = (figures.loc["ax-seed0", "wall_seconds"] + imported) / figures.loc["grid", "wall_seconds"]
-    assert figures.loc["ax-seed0", "time_vs_grid"] == pytest.approx(expected, rel=1e-3)
+def evaluate(*arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([*EVALUATE, *arguments], cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
     """Every study of the real plan is a valid tuner configuration at its real size, on the tuner's own protocol
     (capping, noise runs, confirmation), and the plan has every method, reference and scale the report needs."""
-    plan = make_real_plan()
+    plan = make_plan()
     places = Places(tmp_path / "out", tmp_path / "data")
     labels = [step.label for step in plan.steps]
-    assert len(labels) == len(set(labels)) and set(plan.workloads) == set(REAL_WORKLOADS)
+    assert len(labels) == len(set(labels)) and set(plan.workloads) == set(WORKLOADS)
     for step in plan.steps:
         if not isinstance(step, StudySpec):
             continue
@@ -210,23 +94,17 @@ def test_the_real_plan_composes_with_the_tuner_at_real_sizes(tmp_path):
     assert {(step.workload, step.scale) for step in plan.steps if isinstance(step, SideBySideSpec)} == {
         (w, scale) for w in plan.workloads for scale in plan.scales(w) if scale != SMALL}
     assert plan.size("bfs", MEMORY).buffer_bytes >= 8 * 2**30 and plan.size("sort", LARGE).size == 4096
-    # the old plans keep the old protocol
-    config, _ = compose_workload("sort", SMALL, study_overrides(make_plan("quick").steps[0], make_plan("quick"), places),
-                                 make_plan("quick"))
-    assert config.confirm.rounds == 0 and config.runner.cap is None
 
 
 def test_dry_run_lists_the_real_steps_and_an_estimate():
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run"],
-                         capture_output=True, text=True, timeout=120)
+    run = evaluate("--dry-run")
     assert run.returncode == 0, run.stderr[-3000:]
-    assert f"{len(make_real_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout
+    assert f"{len(make_plan().steps)} steps, roughly" in run.stdout and f"{LARGE}/sort/{UNCAPPED}" in run.stdout
 
 
 def test_steps_selects_the_matching_steps_and_refuses_a_pattern_that_matches_none():
     def dry_run(*steps: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--dry-run",
-                               "--steps", ",".join(steps)], capture_output=True, text=True, timeout=120)
+        return evaluate("--dry-run", "--steps", ",".join(steps))
 
     run = dry_run(f"{LARGE}/sort/llnl", "*/bfs/ax")
     assert run.returncode == 0, run.stderr[-3000:]
@@ -241,9 +119,7 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
     """The real plan's steps at tiny sizes: every study on the tuner's protocol with its confirmation, the kernel at
     two read-aheads (restored after), LLNL skipped with its reason, and the report's figures from those records."""
     out, data = tmp_path / "out", tmp_path / "data"
-    run = subprocess.run([sys.executable, str(REPO / "experiments" / "evaluate.py"), "--real", "--quick",
-                          "--out", str(out), "--data-dir", str(data), "--workloads", "sort"],
-                         capture_output=True, text=True, timeout=900)
+    run = evaluate("--quick", "--out", str(out), "--data-dir", str(data), "--workloads", "sort", timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     steps = pd.read_csv(out / "steps.csv", dtype={"error": str}).set_index("step")
     assert steps.loc[f"{LARGE}/sort/llnl", "status"] == "skipped"
@@ -276,7 +152,7 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
     assert f"read-ahead {KERNEL_READ_AHEAD_KIB} KiB" in summary
     # the best tuned winner, our defaults and the kernel at both read-aheads, one run each a round, turned each round
     record = load_side_by_side(Places(out, data), LARGE, "sort")
-    method, params = tuned_winner(make_real_plan(REAL_QUICK, ("sort",)), Places(out, data), "sort", LARGE)
+    method, params = tuned_winner(make_plan(REAL_QUICK, ("sort",)), Places(out, data), "sort", LARGE)
     assert record["tuned_method"] == method and record["tuned_params"] == params and record["error"] is None
     order = [(run["round"], run["contender"]) for run in record["runs"]]
     assert order == [(0, name) for name in CONTENDERS] + [(1, name) for name in CONTENDERS[1:] + CONTENDERS[:1]]
@@ -285,6 +161,12 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
     assert "### The same, in the same rounds" in summary and "in the same rounds" in summary.split("## Findings")[1]
     headline = summary.split("## The tuned pager against the rest")[1].split("###")[0]
     assert headline.count(", same rounds") == 3  # our defaults and the kernel twice, from the same winner's rounds
+    # a second run of a finished step measures nothing again
+    before = {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")}
+    again = evaluate("--quick", "--out", str(out), "--data-dir", str(data), "--workloads", "sort",
+                     "--steps", f"{LARGE}/sort/ax,{LARGE}/sort/default", timeout=300)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert {path: len(pd.read_csv(path)) for path in (out / "studies").rglob("trials.csv")} == before
 
 
 def table_rows(path) -> pd.DataFrame:
@@ -334,7 +216,7 @@ def test_a_search_cut_short_is_not_done_shows_no_figure_and_resumes(tmp_path):
     cut_short = f"interrupted after {searched} trial{'' if searched == 1 else 's'}, not confirmed"
     assert list(steps.status) == ["ok", "interrupted"] and steps.error[1] == cut_short
 
-    write_real_report(plan, places, "test")
+    write_report(plan, places, "test")
     figures = pd.read_csv(places.out / "real_figures.csv").set_index("method")
     assert figures.loc["ax", "incomplete"] == cut_short and figures.loc["ax", "trials"] == searched
     assert figures.loc["ax", ["value", "confirmed_speedup", "wall_seconds", "time_to_best_seconds"]].isna().all()
@@ -357,7 +239,7 @@ def test_a_search_cut_short_is_not_done_shows_no_figure_and_resumes(tmp_path):
     assert list(pd.read_csv(places.out / plan.log).status) == ["ok", "interrupted", "ok", "ok"]
     study = load_study(places.study(LARGE, "synthetic", "ax"))
     assert study.unconfirmed() is None
-    write_real_report(plan, places, "test")
+    write_report(plan, places, "test")
     figures = pd.read_csv(places.out / "real_figures.csv").set_index("method")
     assert pd.isna(figures.loc["ax", "incomplete"])
     assert figures.loc["ax", "confirmed_speedup"] == pytest.approx(study.confirmed()["speedup"])
@@ -381,7 +263,7 @@ def test_ax_and_a_grid_over_different_defaults_are_reported_as_not_comparable():
     def report(grid_defaults: str) -> tuple[list[str], str]:
         figures = pd.DataFrame([search("ax", 1.0, 1.10, "page_size=1048576", 100.0),
                                 search("grid", 2.0, 1.50, grid_defaults, 400.0)], columns=COLUMNS)
-        return real_findings(figures, plan), ax_versus_grid(figures, plan)
+        return findings(figures, plan), ax_versus_grid(figures, plan)
 
     found, table = report("page_size=65536")
     assert ("**synthetic (large): Ax and the grid ran over different defaults**: their confirmed speedups "
@@ -406,7 +288,7 @@ def test_a_tuned_figure_from_runs_shorter_than_ten_seconds_is_reported_as_such()
                                  "confirmed_speedup": 1.3, "confirmed_low": 1.2, "confirmed_high": 1.4,
                                  "wall_seconds": 600.0, "run_seconds": run_seconds, "defaults": "page_size=1048576"}],
                                columns=COLUMNS)
-        return real_findings(figures, plan)
+        return findings(figures, plan)
 
     short = found(6.24)
     assert short[0] == ("**synthetic (large): runs shorter than 10 s**: a run of the tuned winner takes 6.2 s "
@@ -426,7 +308,7 @@ def test_capping_that_saved_no_time_is_among_the_disappointing_findings():
                     "method": method, "value": 6.0, "low": 5.9, "high": 6.2, "runs": 3, "confirmed_speedup": 1.3,
                     "confirmed_low": 1.2, "confirmed_high": 1.4, "trials": 30, "capped": capped, "failed": 0,
                     "wall_seconds": seconds, "run_seconds": 12.0, "defaults": "page_size=1048576"}
-        return real_findings(pd.DataFrame([ax("ax", capped_seconds, 3), ax("ax-uncapped", 800.0, 0)],
+        return findings(pd.DataFrame([ax("ax", capped_seconds, 3), ax("ax-uncapped", 800.0, 0)],
                                           columns=COLUMNS), plan)
 
     slower = found(1000.0)
@@ -452,12 +334,12 @@ def test_ax_over_seeds_gives_the_spread_of_its_winner_and_of_its_convergence():
 
     figures = pd.DataFrame([ax("ax", 1.30, 900.0), ax(SEEDED_AX[0], 1.05, 1200.0), ax(SEEDED_AX[1], 1.20, 1000.0)],
                            columns=COLUMNS)
-    found = real_findings(figures, plan)
+    found = findings(figures, plan)
     assert ("**synthetic (large): whether Ax pays depends on its seed**: Ax over 3 seeds: confirmed 1.05-1.30x over "
             "our defaults, tuning time 15.0 min to 20.0 min.") in found
     table = ax_over_seeds(figures, plan).splitlines()
     assert len(table) == 2 + 3 and table[3].startswith("| synthetic | 1 | 1.05x (0.95-1.15) | 1MiB | 12.0 s |")
-    steady = real_findings(figures.assign(confirmed_speedup=[1.3, 1.2, 1.25]), plan)
+    steady = findings(figures.assign(confirmed_speedup=[1.3, 1.2, 1.25]), plan)
     assert "synthetic (large): Ax over 3 seeds: confirmed 1.20-1.30x over our defaults, tuning time 15.0 min to " \
         "20.0 min." in steady
     assert ax_over_seeds(figures[figures.method == "ax"], plan).count("\n") == 1  # one seed: no rows
@@ -496,15 +378,15 @@ def test_side_by_side_rounds_give_ratios_of_medians_with_the_per_round_range():
                                    "confirmed_high": 1.4, "wall_seconds": 900.0, "defaults": "page_size=1048576"},
                             row | {"method": "mmap", "value": 12.0, "low": 11.0, "high": 13.0, "read_ahead_kib": 8192}],
                            columns=COLUMNS)
-    apart = real_findings(figures, plan)
+    apart = findings(figures, plan)
     assert "synthetic (large): the tuned pager beats the kernel's mmap (read-ahead 8192 KiB), measured apart: " \
         "2.00x (1.77-2.20x)." in apart
-    together = real_findings(figures, plan, {("synthetic", LARGE): record})
+    together = findings(figures, plan, {("synthetic", LARGE): record})
     assert "synthetic (large): ax's winner over our defaults in the side-by-side rounds: 1.15x (1.10-1.24x)." \
         in together
     slower = [run | {"value": 14.0} if run["contender"] == "tuned" else run for run in record["runs"]]
     assert ("**synthetic (large): ax's winner does not hold up beside our defaults**: in the side-by-side rounds it "
-            "is 0.86x (0.86-0.93x) our defaults, where its study confirmed 1.30x.") in real_findings(
+            "is 0.86x (0.86-0.93x) our defaults, where its study confirmed 1.30x.") in findings(
         figures, plan, {("synthetic", LARGE): record | {"runs": slower}})
     assert ("**synthetic (large)**: the tuned pager **loses to** the kernel's mmap (read-ahead 8192 KiB) in the same "
             "rounds (ax's winner): 0.90x (0.90-0.91x).") in together
@@ -543,7 +425,7 @@ def test_llnl_rounds_put_our_library_beside_llnl_umap_on_its_own_program():
     assert "| 1.24x (1.22-1.25), same rounds, its program |" in versus(figures, plan, {}, {("synthetic", LARGE): record})
     other_winner = {("synthetic", LARGE): record | {"tuned_method": "grid"}}
     assert versus(figures, plan, {}, other_winner).splitlines()[2].endswith("| - |")
-    found = real_findings(figures, plan, llnl={("synthetic", LARGE): record})
+    found = findings(figures, plan, llnl={("synthetic", LARGE): record})
     assert ("synthetic (large): the tuned pager beats LLNL UMap on its own program (umapsort) in the same rounds "
             "(ax's winner): 1.24x (1.22-1.25x).") in found
     assert ("**synthetic (large): our defaults lose to LLNL UMap** at its best page size on its own program, "

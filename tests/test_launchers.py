@@ -15,13 +15,11 @@ import pandas as pd
 import pytest
 
 from autopager.cli import main
-from conftest import REPO, autopager_process
-
-sys.path.insert(0, str(REPO / "experiments"))
+from conftest import autopager_process
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
 submitit = pytest.importorskip("submitit", reason="submitit is not installed (pip install '.[slurm]')")
-from ray_cluster import RESOURCE, local_cluster  # noqa: E402
+from experiments.ray_cluster import RESOURCE, local_cluster  # noqa: E402 (after the skips: it imports ray)
 
 # runs of 0.3-2 s: page sizes 16KiB..1MiB by 4 (fillers 1 and 4), the rest at the optimum
 GRID = ["workload=synthetic", "workload.size=300", "runner.page_cache=evict", "strategy=grid",

@@ -6,16 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-
-sys.path.insert(0, str(REPO / "experiments"))
-
-import llnl_build  # noqa: E402
+from experiments import llnl_build
 
 # "UMAP_DIR:APPS_DIR": checkouts of github.com/LLNL/umap (v2.1.0) and github.com/LLNL/umap-apps
 LLNL_SOURCES = os.environ.get("AUTOPAGER_LLNL_SOURCES", "")

@@ -1,5 +1,6 @@
 """Ax's own time a trial on this machine, without the workload: the tuner's Ax strategy proposes a study's
-trials over the comparison's space (sort's, ``configs/space/comparison.yaml``) and is told at once the cost the
+trials over the comparison's space (sort's, ``experiments/configs/space/comparison.yaml``: the space of Ax against an
+exhaustive grid in ``results/evaluation/ax_vs_grid.md``) and is told at once the cost the
 synthetic workload's model gives each proposal (``autopager/synthetic.py``); each ask (a Sobol draw, or a model
 fit and the acquisition's optimization) is timed, and so is the first strategy's construction (Ax's import).
 
@@ -17,12 +18,15 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
 from autopager.space import Space
 from autopager.synthetic import cost
-from evaluation import markdown as md
-from evaluation.comparison import SCALE, SIZES, SPACE
+from experiments import CONFIG_SEARCH_PATH
+from experiments import markdown as md
+from experiments.evaluation.plan import Size
 
+SPACE = "comparison"
+SORT = Size(32, "4MiB")  # the comparison's sort: 288 points with page sizes up to an eighth of the buffer
 UNSET = {"acquisition_restarts": None, "acquisition_raw_samples": None}
 VARIANTS = {
     "out-of-the-box": {"threads": os.cpu_count(), **UNSET},
@@ -33,9 +37,8 @@ COLUMNS = ["variant", "seed", "trial", "proposed_by", "seconds", "import_seconds
 
 
 def space_and_settings(variant: str) -> tuple[Space, dict]:
-    size = SIZES["full"]["sort"]
-    config, _ = compose(["workload=sort", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
-                         f"space={SPACE}", f"space.page_size.max={size.largest_page}"])
+    config, _ = compose([CONFIG_SEARCH_PATH, "workload=sort", f"workload.size={SORT.size}", f"workload.buffer_size={SORT.buffer}",
+                         f"space={SPACE}", f"space.page_size.max={SORT.largest_page}"])
     settings = {**OmegaConf.to_container(config.strategy, resolve=True), **VARIANTS[variant]}
     return Space(config.space, config.baseline), settings
 
@@ -78,7 +81,7 @@ def summary(table: pd.DataFrame) -> str:
         "# Ax's own time a trial on this machine",
         f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC from `ax_overhead.csv`, "
         "made by " + ", ".join(f"`{c}`" for c in table.command.unique()) + ". The tuner's Ax strategy over the "
-        f"comparison's space (`configs/space/{SPACE}.yaml`, sort's sizes: 288 points), told the synthetic "
+        f"comparison's space (`experiments/configs/space/{SPACE}.yaml`, sort's sizes: 288 points), told the synthetic "
         "workload's cost model at once, so only Ax's time is measured: a study's 30 asks (the defaults' trial "
         "given, Sobol draws, then the model's fit and acquisition each trial). Variants: `out-of-the-box` (Ax's "
         "acquisition optimizer: 20 restarts, 1024 raw samples; torch with a thread a core), `one-thread` (the "

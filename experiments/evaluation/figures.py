@@ -1,110 +1,129 @@
-"""All figures of the evaluation in one table (figures.csv): a row for each workload, scale and method.
+"""The evaluation's figures (real_figures.csv): a row for each workload, scale and method.
 
-``value`` is what the method found: the best trial of its study (for ``default``, the median of the
-defaults' runs that start every search study; for ``mmap``, the kernel's median). Each value is also given as
-a speedup over the defaults and over the kernel's mmap (above 1: better, whatever the metric's direction).
-``confirmed_*`` is the same method's best parameters measured again (the ``confirm-METHOD`` study), free of
-the optimism of picking the best of many noisy trials.
+A search study's figure is the tuner's confirmation as recorded (``StudyResult.confirmed``): the winner's median
+over interleaved rounds against the defaults measured in the same rounds, with the spread of the per-round ratios.
+A fixed-parameter study (our defaults, UMap's defaults, the transfer), the kernel's mmap and LLNL UMap have the
+median of their runs; a speedup against one of them is taken between medians, its spread between the extremes
+(the worst of one side against the best of the other), since their runs are not interleaved with the winner's.
 """
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
-from autopager.params import PARAMETERS
-from autopager.progress import speedup
-from evaluation.kernel import load_kernel
-from evaluation.plan import CONFIRM, LARGE, SMALL, TRANSFER, Plan
-from evaluation.studies import Places
-from autopager.analysis import StudyResult, load_study
+from autopager.analysis import StudyResult, load_study, runs
+from autopager.goal import Goal
+from experiments import markdown as md
+from experiments.evaluation.kernel import load_kernel
+from experiments.evaluation.llnl import load_llnl
+from experiments.evaluation.plan import KERNEL_READ_AHEAD_KIB, REAL_METHODS, SEEDED_AX, TRANSFER, UMAP_DEFAULTS, UNCAPPED, Plan
+from experiments.evaluation.studies import Places
 
-SEARCHES = ("default", "pagesize", "grid", "ax", "coordinate", "random")
-METHODS = ("default", "mmap", *SEARCHES[1:], TRANSFER)
-CONFIRMED = ("pagesize", "grid", "ax", TRANSFER)  # the tuned methods whose best is measured again
-COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "speedup_vs_default",
-           "speedup_vs_mmap", "confirmed_value", "confirmed_speedup_vs_default", "confirmed_speedup_vs_mmap",
-           "trials", "failed", "tuning_seconds", "wall_seconds", "time_to_best_seconds", *PARAMETERS]
-
-
-def ratio(value: float | None, reference: float | None, goal: str) -> float | None:
-    if value is None or reference is None or not value or not reference:
-        return None
-    return speedup(value, reference, goal)
+FIXED = ("default", UMAP_DEFAULTS, TRANSFER)
+KERNELS = {"mmap": None, f"mmap-ra{KERNEL_READ_AHEAD_KIB}": KERNEL_READ_AHEAD_KIB}
+SEARCHES = (*REAL_METHODS, UNCAPPED, *SEEDED_AX)
+COLUMNS = ["workload", "scale", "size", "buffer", "metric", "goal", "method", "value", "low", "high", "runs",
+           "confirmed_speedup", "confirmed_low", "confirmed_high", "trials", "capped", "failed", "wall_seconds",
+           "time_to_best_seconds", "run_seconds", "read_ahead_kib", "page_size", "defaults", "incomplete"]
 
 
-def confirmed(places: Places, scale: str, workload: str, method: str) -> float | None:
-    study = load_study(places.study(scale, workload, f"{CONFIRM}-{method}"))
-    runs = study.default_values() if study else []
-    return statistics.median(runs) if runs else None
+def spread(values: list[float]) -> tuple[float | None, float | None]:
+    return (min(values), max(values)) if values else (None, None)
 
 
-def kernel_value(kernel: dict[str, Any]) -> float | None:
-    """The kernel's median; when a run failed (the repeats stop there), the runs that finished."""
-    values = kernel["values"]
-    return statistics.median(values) if values else None
+def seconds_a_run(rows: pd.DataFrame) -> float | None:
+    """The median wall time of one run over ``rows`` of a study's table (each row's time over its runs), the
+    program's start and its untimed set-up included: what a user waits for a run."""
+    times = [row.wall_seconds / len(runs(row)) for _, row in rows.iterrows()
+             if runs(row) and pd.notna(row.wall_seconds)]
+    return statistics.median(times) if times else None
 
 
-def method_row(method: str, study: StudyResult | None, kernel: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What a method found, before it is compared with anything."""
-    if method == "mmap":
-        if kernel is None:
-            return None
-        return {"value": kernel_value(kernel), "trials": len(kernel["runs"]),
-                "failed": sum(run["value"] is None for run in kernel["runs"])}
-    if study is None:
-        return None
-    best = study.best()
-    params = study.best_params() or {}
-    return {"value": None if best is None else float(best.value), "trials": len(study.trials),
-            "failed": study.failed(), "tuning_seconds": study.tuning_seconds(),
-            "wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best(), **params}
+def search_row(study: StudyResult) -> dict[str, Any]:
+    confirmed = study.confirmed()
+    row = {"trials": int((study.trials.kind == "search").sum()), "capped": study.capped(), "failed": study.failed(),
+           "defaults": " ".join(f"{name}={value}" for name, value in study.default_params().items())}
+    if confirmed is None:
+        return row | {"incomplete": study.unconfirmed() or "not confirmed"}
+    low, high = spread(confirmed["values"])
+    return row | {"wall_seconds": study.wall_seconds(), "time_to_best_seconds": study.time_to_best(),
+                  "value": confirmed["value"], "low": low, "high": high, "runs": len(confirmed["values"]),
+                  "confirmed_speedup": confirmed["speedup"], "confirmed_low": confirmed["low"],
+                  "confirmed_high": confirmed["high"], "page_size": confirmed["params"].get("page_size"),
+                  "run_seconds": seconds_a_run(study.trials[(study.trials.kind == "confirm")
+                                                            & (study.trials.confirms == confirmed["trial"])])}
+
+
+def finished(row: pd.Series | None) -> bool:
+    """Whether a figure is final: not a search study cut short (``incomplete``)."""
+    return row is not None and md.missing(row.get("incomplete"))
+
+
+def measured_row(values: list[float]) -> dict[str, Any]:
+    low, high = spread(values)
+    return {"value": statistics.median(values) if values else None, "low": low, "high": high, "runs": len(values)}
+
+
+def method_rows(plan: Plan, places: Places, workload: str, scale: str) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    for method in (*FIXED, *SEARCHES):
+        study = load_study(places.study(scale, workload, method))
+        if study is not None:
+            rows[method] = (measured_row(study.default_values()) | {"run_seconds": seconds_a_run(study.default_rows())}
+                            if method in FIXED else search_row(study))
+            rows[method].update(metric=study.metric, goal=study.goal)
+    for method, read_ahead in KERNELS.items():
+        kernel = load_kernel(places, scale, workload, read_ahead)
+        if kernel is not None:
+            rows[method] = measured_row(kernel["values"]) | {
+                "read_ahead_kib": kernel.get("read_ahead_kib"),
+                "run_seconds": kernel["seconds"] / len(kernel["runs"]) if kernel.get("seconds") else None}
+    llnl = load_llnl(places, scale, workload)
+    if llnl is not None:
+        rows["llnl"] = measured_row(llnl["values"]) | {"page_size": llnl["page_size"]}
+    return rows
 
 
 def collect(plan: Plan, places: Places) -> pd.DataFrame:
     rows = []
     for workload in plan.workloads:
-        for scale in (SMALL, LARGE):
-            studies = {m: load_study(places.study(scale, workload, m)) for m in (*SEARCHES, TRANSFER)}
-            kernel = load_kernel(places, scale, workload)
-            runs = [v for m in SEARCHES if studies[m] for v in studies[m].default_values()]
-            some = next((s for s in studies.values() if s), None)
-            if some is None:
+        for scale in plan.scales(workload):
+            found = method_rows(plan, places, workload, scale)
+            studied = next((row for row in found.values() if "goal" in row), None)
+            if studied is None:
                 continue
-            goal, size = some.goal, plan.size(workload, scale)
-            defaults = statistics.median(runs) if runs else None
-            mmap = kernel_value(kernel) if kernel else None
-            confirmed_default = confirmed(places, scale, workload, "default")
-            for method in METHODS:
-                found = method_row(method, studies.get(method), kernel)
-                if found is None:
-                    continue
-                if method == "default":
-                    found.update(value=defaults, trials=len(runs))
-                # the kernel is measured once, with repeats: its value is its own confirmation
-                check = mmap if method == "mmap" else confirmed(places, scale, workload, method)
-                rows.append({
-                    "workload": workload, "scale": scale, "size": size.size, "buffer": size.buffer,
-                    "metric": some.metric, "goal": goal, "method": method, **found,
-                    "speedup_vs_default": ratio(found["value"], defaults, goal),
-                    "speedup_vs_mmap": ratio(found["value"], mmap, goal),
-                    "confirmed_value": check,
-                    "confirmed_speedup_vs_default": ratio(check, confirmed_default, goal),
-                    "confirmed_speedup_vs_mmap": ratio(check, mmap, goal),
-                })
+            size = plan.size(workload, scale)
+            for method, row in found.items():
+                rows.append({"workload": workload, "scale": scale, "size": size.size, "buffer": size.buffer,
+                             "metric": studied["metric"], "goal": studied["goal"], "method": method, **row})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def defaults_spread(plan: Plan, places: Places) -> pd.DataFrame:
-    """The defaults' runs of each workload and scale: how noisy a single measurement is here."""
-    rows = []
+def best_tuned(part: pd.DataFrame) -> pd.Series | None:
+    """The search (capped, as the tuner runs) whose confirmed winner is best by its own median: searches run on
+    other days may have confirmed over other defaults, so their speedups do not compare."""
+    tuned = part[part.method.isin(REAL_METHODS)].dropna(subset=["confirmed_speedup"])
+    if tuned.empty:
+        return None
+    return Goal.parse(tuned.goal.iloc[0]).best((row for _, row in tuned.iterrows()), key=lambda row: row.value)
+
+
+def against(tuned: pd.Series, reference: pd.Series | None) -> tuple[float, float, float] | None:
+    """The tuned winner's median against a reference's median, and the extremes' ratios."""
+    if reference is None or pd.isna(reference.value) or pd.isna(tuned.value):
+        return None
+    goal = Goal.parse(tuned.goal)
+    pairs = [goal.speedup(a, b) for a in (tuned.low, tuned.high) for b in (reference.low, reference.high)]
+    return goal.speedup(tuned.value, reference.value), min(pairs), max(pairs)
+
+
+def tuned_parts(figures: pd.DataFrame, plan: Plan) -> Iterator[tuple[str, str, pd.DataFrame, pd.Series]]:
+    """(workload, scale, its rows by method, its best tuned row) for every workload and scale with a tuned figure."""
     for workload in plan.workloads:
-        for scale in (SMALL, LARGE):
-            runs = [v for m in SEARCHES if (s := load_study(places.study(scale, workload, m)))
-                    for v in s.default_values()]
-            if runs:
-                rows.append({"workload": workload, "scale": scale, "runs": len(runs), "min": min(runs),
-                             "median": statistics.median(runs), "max": max(runs),
-                             "spread": max(runs) / min(runs) - 1 if min(runs) > 0 else None})
-    return pd.DataFrame(rows)
+        for scale in plan.scales(workload):
+            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method", drop=False)
+            tuned = best_tuned(part)
+            if tuned is not None:
+                yield workload, scale, part, tuned

@@ -19,8 +19,8 @@ from autopager.machine import read_ahead_file, read_ahead_of_disk
 from autopager.memory_limit import run_limit
 from autopager.params import format_size
 from autopager.workloads import Workload
-from evaluation.plan import KernelSpec, Plan
-from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
+from experiments.evaluation.plan import KernelSpec, Plan
+from experiments.evaluation.studies import Places, compose_workload, prepare, RUNNER, workload_overrides
 
 
 def result_path(places: Places, scale: str, workload: str, read_ahead_kib: int | None = None) -> Path:
@@ -46,7 +46,7 @@ def measure_kernel(spec: KernelSpec, plan: Plan, places: Places, timeout: float,
         return saved
     size = plan.size(spec.workload, spec.scale)
     config, _ = compose_workload(spec.workload, spec.scale, workload_overrides(spec.workload, size, places)
-                                 + list(runner_overrides(plan)), plan)
+                                 + list(RUNNER), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)
     runner = mmap_runner(workload, config.runner, repeats=spec.repeats)

@@ -13,12 +13,12 @@ import statistics
 from pathlib import Path
 from typing import Any, Callable
 
-import bench_llnl
+from experiments import bench_llnl
 from autopager.confirmation import in_turn
 from autopager.params import parse_size
-from evaluation.plan import LLNL_PAGE_SIZES, MEMORY, LlnlSpec, Plan
-from evaluation.rounds import TUNED, same_round_ratios
-from evaluation.studies import Places
+from experiments.evaluation.plan import LLNL_PAGE_SIZES, MEMORY, LlnlSpec, Plan
+from experiments.evaluation.rounds import TUNED, same_round_ratios
+from experiments.evaluation.studies import Places
 
 LLNL = "llnl"
 OURS_DEFAULT = "default"

@@ -1,15 +1,12 @@
 """What the evaluation measures: the workloads, their small and large sizes, and the studies, in run order.
 
 Every method is a study of the tuner (``autopager tune``), recorded under
-``<out>/studies/<scale>/<workload>/<method>/trials.csv``. A method that measures fixed parameters (the
-small-to-large transfer, the confirmation runs) is a study with the ``default`` strategy whose baseline is
-those parameters. The kernel's mmap is measured apart (experiments/evaluation/kernel.py).
+``<out>/studies/<scale>/<workload>/<method>/trials.csv``. A method that measures fixed parameters (our and UMap's
+defaults, the small-to-large transfer) is a study with the ``default`` strategy whose baseline is those
+parameters. The kernel's mmap is measured apart (experiments/evaluation/kernel.py).
 
-The order puts what the figures need most first, so that a run cut short still has every workload's
-defaults, mmap, page-size-only, grid and Ax results: small-size tuning, then the large size, then coordinate
-descent and random search, then the confirmation of each method's best parameters.
-
-The real mode (``make_real_plan``) is the evaluation at real sizes, on the tuner's own protocol: every search
+The evaluation runs at real sizes (mode ``real``; ``real-quick``: its steps at tiny sizes), on the tuner's own
+protocol: every search
 study caps its runs, measures the defaults during the search and ends with the tuner's confirmation (interleaved
 rounds of the defaults and the best trials), so each speedup is a confirmed figure with its spread. The methods
 run at the large size (and bfs in memory); the small size has the defaults and Ax, for the transfer. The kernel's
@@ -29,10 +26,9 @@ from dataclasses import dataclass, field
 from autopager.params import format_size, parse_size
 
 SMALL, LARGE, MEMORY = "small", "large", "memory"
-WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "lookup")
-REAL_WORKLOADS = ("sort", "bfs", "lmdb_readseq", "lmdb_readrandom", "lmdb_readreverse", "lookup", "stream",
-                  "numpy_gather")
-REAL, REAL_QUICK = "real", "real-quick"  # the real plan at real sizes, and at the quick sizes for the tests
+WORKLOADS = ("sort", "bfs", "lmdb_readseq", "lmdb_readrandom", "lmdb_readreverse", "lookup", "stream",
+             "numpy_gather")
+REAL, REAL_QUICK = "real", "real-quick"  # the plan at real sizes, and at the quick sizes for the tests
 UMAP_DEFAULTS, UNCAPPED = "umap-default", "ax-uncapped"
 # UMap's own defaults: system pages, a filler and an evictor a hardware thread, no read-ahead, the page cache.
 UMAP_DEFAULT_BASELINE = ("baseline.page_size=${system_page:}", "baseline.fillers=${cores:}",
@@ -40,8 +36,7 @@ UMAP_DEFAULT_BASELINE = ("baseline.page_size=${system_page:}", "baseline.fillers
 REAL_METHODS = ("pagesize", "grid", "ax", "coordinate", "random")  # the searches of the real plan
 KERNEL_READ_AHEAD_KIB = 128  # the kernel's default read-ahead of a disk, measured beside the disk's own
 LLNL_PAGE_SIZES = ("1MiB", "4MiB")  # LLNL UMap runs at the better of these
-# the tuning methods of Figure 2, and the ones measured only for the convergence plot
-FIGURE_METHODS = ("pagesize", "grid", "ax")
+# the searches drawn in the convergence plot
 CONVERGENCE_METHODS = ("ax", "grid", "coordinate", "random")
 AX_SEEDS = (1, 2)  # Ax's other seeds at the large size (the ``ax`` study is seed 0)
 
@@ -53,7 +48,7 @@ def seeded_ax(seed: int) -> str:
 
 SEEDED_AX = tuple(seeded_ax(seed) for seed in AX_SEEDS)
 AX_BY_SEED = {seed: seeded_ax(seed) for seed in (0, *AX_SEEDS)}
-TRANSFER, CONFIRM = "transfer", "confirm"
+TRANSFER = "transfer"
 SIDE_BY_SIDE = "side-by-side"  # the tuned winner, our defaults and the kernel in the same rounds
 PAGE_SIZE_FRACTION = 8  # page sizes searched up to buffer / 8: a few pages at least in the buffer
 
@@ -73,32 +68,11 @@ class Size:
         return format_size(self.buffer_bytes // PAGE_SIZE_FRACTION)
 
 
-# data about eight times the buffer at both scales, the large one twice the small one: what a two-core
-# machine runs out of core, in a noisy hour, with every method (trials take 1-3 s at the small size)
-SIZES = {
-    "full": {
-        "bfs": {SMALL: Size(17, "2MiB"), LARGE: Size(18, "4MiB")},
-        "sort": {SMALL: Size(8, "1MiB"), LARGE: Size(16, "2MiB")},
-        "kv_readseq": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
-        "kv_readrandom": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
-        "kv_readreverse": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
-        "lookup": {SMALL: Size(16, "2MiB"), LARGE: Size(32, "4MiB")},
-    },
-    "quick": {
-        "bfs": {SMALL: Size(13, "256KiB"), LARGE: Size(14, "512KiB")},
-        "sort": {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")},
-        "kv_readseq": {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")},
-        "kv_readrandom": {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")},
-        "kv_readreverse": {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")},
-        "lookup": {SMALL: Size(2, "256KiB"), LARGE: Size(4, "512KiB")},
-    },
-}
-
-
 # sizes (MiB of data, or bfs's scale) where a run takes 10 s to minutes and the data is several times the buffer;
 # bfs also in memory. lmdb's database is about 1.2 times its records; bfs scale 24 is about 2.3 GB of CSR files.
 # sort's small size is 2 GiB: at 1 GiB a tuned run took 8.8 s.
 _REAL = {SMALL: Size(1024, "256MiB"), LARGE: Size(4096, "1GiB")}
+SIZES: dict[str, dict[str, dict[str, Size]]] = {}
 SIZES[REAL] = {
     "sort": {SMALL: Size(2048, "512MiB"), LARGE: Size(4096, "1GiB")},
     "lookup": _REAL, "stream": _REAL, "numpy_gather": _REAL,
@@ -127,9 +101,7 @@ SIZES[REAL_QUICK] = {
 # mean of several, each from the disk on a new mapping, so its figure stays a search's, as LLNL UMap's bfs gives it.
 # A pass of stream over 1 GiB took 2.6 s tuned after 3 s of writing the arrays: four passes. A length is a
 # workload's, or a size's (by scale).
-RUN_LENGTHS = {"full": {"kv_readrandom": "--lookups 5000", "lookup": "--lookups 2000"},
-               "quick": {"kv_readrandom": "--lookups 500", "lookup": "--lookups 200"},
-               REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10",
+RUN_LENGTHS = {REAL: {"lmdb_readrandom": "--seconds 10", "lookup": "--seconds 10",
                       "numpy_gather": "--seconds 10 --batch 256",
                       "lmdb_readseq": {SMALL: "--passes 18", LARGE: "--passes 7"},
                       "lmdb_readreverse": {SMALL: "--passes 18", LARGE: "--passes 7"},
@@ -157,10 +129,6 @@ class Budget:
 
 
 BUDGETS = {
-    "full": Budget(ax_initialization=10, ax_trials=30, large_ax_trials=30, search_trials=20, grid_trials=None,
-                   confirm_repeats=3),
-    "quick": Budget(ax_initialization=3, ax_trials=5, large_ax_trials=5, search_trials=5, grid_trials=6,
-                    confirm_repeats=1),
     # confirm_repeats: the runs of a fixed-parameter study (defaults, UMap's defaults, transfer) and of the kernel
     REAL: Budget(ax_initialization=10, ax_trials=30, large_ax_trials=30, search_trials=30, grid_trials=None,
                  confirm_repeats=3),
@@ -252,11 +220,6 @@ class Plan:
         length = self.run_lengths.get(workload)
         return length.get(scale) if isinstance(length, dict) else length
 
-    @property
-    def real(self) -> bool:
-        """The real plan: its studies run on the tuner's own protocol (capping, noise runs, confirmation)."""
-        return self.mode in (REAL, REAL_QUICK)
-
     def scales(self, workload: str) -> tuple[str, ...]:
         return tuple(self.sizes[workload])
 
@@ -282,33 +245,7 @@ def fixed(workload: str, scale: str, method: str, source: tuple[str, str], repea
     return StudySpec(workload, scale, method, "default", fixed_from=source, repeats=repeats)
 
 
-def confirmations(workload: str, scale: str, budget: Budget) -> list[StudySpec]:
-    """Each method's best parameters measured again, with repeats: the best of many noisy trials is biased
-    low (the winner's curse), the confirmation is not."""
-    methods = ("default", "pagesize", "grid", "ax") if scale == SMALL else ("default", "pagesize", "ax", TRANSFER)
-    return [fixed(workload, scale, f"{CONFIRM}-{method}", (scale, method), budget.confirm_repeats)
-            for method in methods]
-
-
-def make_plan(mode: str, workloads: tuple[str, ...] = WORKLOADS, budget: Budget | None = None) -> Plan:
-    plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], RUN_LENGTHS[mode])
-    small = {w: searches(w, SMALL, plan.budget) for w in workloads}
-    large = {w: searches(w, LARGE, plan.budget) for w in workloads}
-    repeats = plan.budget.confirm_repeats
-    for w in workloads:
-        plan.steps += [small[w]["default"], KernelSpec(w, SMALL, repeats)]
-        plan.steps += [small[w][m] for m in ("pagesize", "grid", "ax")]
-    for w in workloads:
-        plan.steps += [large[w]["default"], KernelSpec(w, LARGE, repeats), large[w]["pagesize"],
-                       fixed(w, LARGE, TRANSFER, (SMALL, "ax")), large[w]["ax"]]
-    for w in workloads:
-        plan.steps += [small[w]["coordinate"], small[w]["random"]]
-    for w in workloads:
-        plan.steps += confirmations(w, SMALL, plan.budget) + confirmations(w, LARGE, plan.budget)
-    return plan
-
-
-def make_real_plan(mode: str = REAL, workloads: tuple[str, ...] = REAL_WORKLOADS, budget: Budget | None = None) -> Plan:
+def make_plan(mode: str = REAL, workloads: tuple[str, ...] = WORKLOADS, budget: Budget | None = None) -> Plan:
     """The evaluation at real sizes (mode ``real``), or its steps at the quick sizes (``real-quick``)."""
     plan = Plan(mode, workloads, {w: SIZES[mode][w] for w in workloads}, budget or BUDGETS[mode], RUN_LENGTHS[mode])
     budget, repeats = plan.budget, plan.budget.confirm_repeats
@@ -352,13 +289,13 @@ def expected_runs(step: Step, plan: Plan) -> int:
     budget = plan.budget
     trials = {"ax": budget.large_ax_trials if step.scale != SMALL else budget.ax_trials, "pagesize": 10,
               "grid": budget.grid_trials or 64}.get(step.strategy, budget.search_trials)
-    confirmation = 3 * 4 if plan.real else 0  # confirm.rounds x (the defaults + confirm.candidates)
+    confirmation = 3 * 4                    # confirm.rounds x (the defaults + confirm.candidates)
     return trials + 3 + confirmation          # noise.defaults_runs
 
 
 def estimate_seconds(plan: Plan) -> float:
     """A rough machine time of the whole plan: each step's runs at RUN_SECONDS (real sizes; a quarter at the
-    small size, a third in memory), or 2 s a run at the other modes' sizes."""
+    small size, a third in memory), or 2 s a run at the quick sizes."""
     share = {SMALL: 0.25, MEMORY: 1 / 3}
     if plan.mode != REAL:
         return 2.0 * sum(expected_runs(step, plan) for step in plan.steps)

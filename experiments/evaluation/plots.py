@@ -1,6 +1,5 @@
-"""The evaluation's plots: speedups per workload (Figure 2 of the paper, with the kernel's mmap beside it)
-and best-so-far against tuning time for Ax (the median and range over its seeds where it ran at several), grid,
-coordinate descent and random search."""
+"""The evaluation's plot: best-so-far against tuning time for Ax (the median and range over its seeds where it ran
+at several), grid, coordinate descent and random search."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,42 +7,17 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 
-from autopager.progress import speedup  # noqa: E402
-from evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
-from evaluation.studies import Places  # noqa: E402
-from autopager.analysis import StudyResult, load_study  # noqa: E402
+from autopager.progress import speedup
+from experiments.evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, Plan
+from experiments.evaluation.studies import Places
+from autopager.analysis import StudyResult, load_study
 
-BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
-LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",
-          TRANSFER: "small's Ax parameters", "coordinate": "coordinate descent", "random": "random search"}
-COLORS = {"pagesize": "tab:blue", "grid": "tab:orange", "ax": "tab:green", "mmap": "tab:red", TRANSFER: "tab:olive",
-          "coordinate": "tab:purple", "random": "tab:gray"}
-
-
-def plot_speedups(figures: pd.DataFrame, path: Path) -> None:
-    """Grouped bars: each method's speedup over the defaults, a panel a scale, log scale."""
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
-    for ax, scale in zip(axes, (SMALL, LARGE)):
-        table = figures[figures.scale == scale].pivot(index="workload", columns="method", values="speedup_vs_default")
-        order = [w for w in pd.unique(figures.workload) if w in table.index]  # the plan's order
-        table = table.reindex(index=order, columns=[m for m in BARS[scale] if m in table.columns])
-        if table.empty:
-            ax.set_title(f"{scale}: not run")
-            continue
-        table.rename(columns=LABELS).plot.bar(ax=ax, rot=30, width=0.8, color=[COLORS[m] for m in table.columns])
-        ax.axhline(1, color="black", linewidth=0.8)
-        ax.set_yscale("log")
-        ax.set_title(f"{scale} data: speedup over the default parameters")
-        ax.set_xlabel("")
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("speedup (log scale; above 1: better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+LABELS = {"grid": "grid (restricted)", "ax": "Ax", "coordinate": "coordinate descent", "random": "random search"}
+COLORS = {"grid": "tab:orange", "ax": "tab:green", "coordinate": "tab:purple", "random": "tab:gray"}
 
 
 def convergence(study: StudyResult, defaults: float) -> pd.DataFrame:
@@ -68,7 +42,7 @@ def over_seeds(curves: list[pd.DataFrame]) -> pd.DataFrame:
                          "low": values[:, every].min(axis=0), "high": values[:, every].max(axis=0)})
 
 
-def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Path, scale: str = SMALL) -> None:
+def plot_convergence(figures: pd.DataFrame, plan: Plan, places: Places, path: Path, scale: str = LARGE) -> None:
     """A panel a workload (at ``scale``): the best speedup found so far against the tuning time."""
     columns = 3
     rows = -(-len(plan.workloads) // columns)

@@ -1,117 +1,197 @@
-"""The evaluation's written results: figures.csv, summary.md (tables, findings, machine) and the plots.
+"""The evaluation's written results: real_figures.csv, summary.md and convergence.png (``--report-only`` writes
+them again from the recorded studies).
 
-The summary is generated from the recorded studies; ``discussion.md`` in the same directory, if present,
-is a hand-written reading of one run's figures and is included as it is.
+Per workload: the tuned pager's confirmed speedup with its spread against our defaults, UMap's defaults, the
+kernel's mmap at the disk's read-ahead and at 128 KiB, and LLNL UMap at the same memory, and against our defaults
+and the kernel again in the same interleaved rounds (the side-by-side step); each strategy's tuning
+time, capped and (Ax) uncapped; Ax's cost against the grid's and its spread over seeds; the small size's Ax
+parameters at the large size.
 """
 from __future__ import annotations
 
 import datetime
+import statistics
 from pathlib import Path
 
 import pandas as pd
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
+from autopager.machine import describe
 from autopager.memory_limit import pager_memory
 from autopager.params import format_size
-from autopager.space import show
 from autopager.workloads import Workload
-from evaluation import markdown as md
-from evaluation.figures import CONFIRMED, collect, defaults_spread
-from evaluation.findings import findings
-from autopager.machine import describe
-from evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
-from evaluation.plots import LABELS, plot_convergence, plot_speedups
-from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides
+from experiments import markdown as md
+from experiments.evaluation.figures import KERNELS, against, collect, finished, tuned_parts
+from experiments.evaluation.findings import findings
+from experiments.evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl
+from experiments.evaluation.plan import (AX_BY_SEED, KERNEL_READ_AHEAD_KIB, LARGE, REAL_METHODS, SEEDED_AX, SMALL, TRANSFER,
+                                         Size, UMAP_DEFAULTS, UNCAPPED, Plan)
+from experiments.evaluation.plots import plot_convergence
+from experiments.evaluation.rounds import TUNED, same_round_ratios
+from experiments.evaluation.side_by_side import load_side_by_side
+from experiments.evaluation.studies import Places, workload_overrides
 
-FIGURE2 = [(SMALL, "pagesize"), (SMALL, "grid"), (SMALL, "ax"), (SMALL, "mmap"),
-           (LARGE, "pagesize"), (LARGE, "ax"), (LARGE, TRANSFER), (LARGE, "mmap")]
-TABLE3 = ("page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead")
-STRATEGIES = ("pagesize", "grid", "ax", "coordinate", "random")
-
-
-def cell(figures: pd.DataFrame, workload: str, scale: str, method: str, column: str):
-    row = figures[(figures.workload == workload) & (figures.scale == scale) & (figures.method == method)]
-    return None if row.empty else row[column].iloc[0]
+REFERENCES = ("default", UMAP_DEFAULTS, *KERNELS, LLNL)
 
 
-def figure2(figures: pd.DataFrame, plan: Plan, column: str) -> str:
-    header = ["workload"] + [f"{scale}: {LABELS[method]}" for scale, method in FIGURE2]
-    rows = [[w] + [md.times(cell(figures, w, s, m, column)) for s, m in FIGURE2] for w in plan.workloads]
-    return md.table(header, rows)
+def ratio_text(ratio: tuple[float, float, float] | None) -> str:
+    return "-" if ratio is None else f"{ratio[0]:.2f}x ({ratio[1]:.2f}-{ratio[2]:.2f})"
 
 
-def ax_versus_grid(figures: pd.DataFrame, plan: Plan, places: Places) -> str:
-    header = ["workload", "grid best (x defaults)", "Ax best (x defaults)", "Ax / grid", "confirmed Ax / grid",
-              "grid trials", "grid time", "Ax trials", "Ax time", "Ax time to its best", "Ax cost / grid cost",
-              "paper's grid: points, time (estimated)"]
+def reference_name(row: pd.Series) -> str:
+    if row.method in KERNELS:
+        return f"kernel mmap, read-ahead {row.read_ahead_kib:.0f} KiB" if not md.missing(row.read_ahead_kib) \
+            else "kernel mmap"
+    if row.method == LLNL:
+        return f"LLNL UMap, {row.page_size} pages"
+    return {"default": "our defaults", UMAP_DEFAULTS: "UMap's defaults (4 KiB pages)"}[row.method]
+
+
+def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str], dict],
+           llnl: dict[tuple[str, str], dict]) -> str:
+    """The tuned pager (its best confirmed search) against each reference, per workload and scale; against our
+    defaults and the kernel from the side-by-side rounds, and against LLNL UMap from its own program's rounds on
+    our library too, where they ran the same winner (marked), else between the steps."""
+    header = ["workload", "scale", "metric", "tuned (method)", "a run of it", "over our defaults, confirmed (rounds)",
+              *(f"over {name}" for name in ("our defaults' step", "UMap's defaults", "kernel mmap (disk's read-ahead)",
+                                            f"kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)", "LLNL UMap"))]
     rows = []
-    for w in plan.workloads:
-        points = paper_grid_size(w, plan, places)
-        get = lambda method, column: cell(figures, w, SMALL, method, column)  # noqa: E731
-        gap = ratio_of(get("ax", "speedup_vs_default"), get("grid", "speedup_vs_default"))
-        confirmed_gap = ratio_of(get("ax", "confirmed_speedup_vs_default"), get("grid", "confirmed_speedup_vs_default"))
-        cost = ratio_of(get("ax", "wall_seconds"), get("grid", "wall_seconds"))
-        rows.append([w, md.times(get("grid", "speedup_vs_default")), md.times(get("ax", "speedup_vs_default")),
-                     md.times(gap), md.times(confirmed_gap), md.number(get("grid", "trials")),
-                     md.seconds(get("grid", "wall_seconds")), md.number(get("ax", "trials")),
-                     md.seconds(get("ax", "wall_seconds")), md.seconds(get("ax", "time_to_best_seconds")),
-                     md.times(cost), paper_grid(points, get("grid", "wall_seconds"), get("grid", "trials"))])
+    for workload, scale, part, tuned in tuned_parts(figures, plan):
+        confirmed = f"{tuned.confirmed_speedup:.2f}x ({tuned.confirmed_low:.2f}-{tuned.confirmed_high:.2f})"
+        record = side_by_side.get((workload, scale))
+        same = same_round_ratios(record) if record and record["tuned_method"] == tuned.method else {}
+        on_llnl = llnl.get((workload, scale), {})
+        if on_llnl.get("tuned_method") == tuned.method and TUNED in (ratios := ours_over_llnl(on_llnl)):
+            same[LLNL] = ratios[TUNED]
+        others = [f"{ratio_text(same[m])}, same rounds" + (", its program" if m == LLNL else "") if m in same else
+                  ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
+        rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})",
+                     md.seconds(tuned.run_seconds, 1), confirmed, *others])
     return md.table(header, rows)
 
 
-def paper_grid(points: int, grid_seconds, grid_trials) -> str:
-    """The paper's exhaustive search here, timed at this grid's mean seconds a trial."""
-    if md.missing(grid_seconds) or md.missing(grid_trials) or not grid_trials:
-        return f"{points}, -"
-    return f"{points}, {points * grid_seconds / grid_trials / 3600:.1f} h"
-
-
-def ratio_of(a, b):
-    return None if md.missing(a) or md.missing(b) or not b else a / b
-
-
-def versus_kernel(figures: pd.DataFrame, plan: Plan) -> str:
-    """The kernel's mmap against the pager's defaults and against the best of the confirmed methods."""
-    header = ["workload", "scale", "metric", "kernel mmap", "pager defaults", "defaults vs mmap",
-              "best tuned (method)", "tuned vs mmap", "confirmed tuned vs mmap"]
+def same_rounds(records: dict[tuple[str, str], dict]) -> str:
+    """The tuned winner against our defaults and the kernel in the same interleaved rounds (the side-by-side step)."""
+    header = ["workload", "scale", "tuned (method)", "rounds", "tuned median", "over our defaults",
+              "over kernel mmap (disk's read-ahead)", f"over kernel mmap ({KERNEL_READ_AHEAD_KIB} KiB read-ahead)"]
     rows = []
-    for w in plan.workloads:
-        for scale in (SMALL, LARGE):
-            part = figures[(figures.workload == w) & (figures.scale == scale)]
-            tuned = part[part.method.isin(CONFIRMED)]
-            tuned = tuned.dropna(subset=["speedup_vs_default"])
-            if part.empty:
-                continue
-            best = tuned.loc[tuned.speedup_vs_default.idxmax()] if not tuned.empty else None
-            rows.append([w, scale, part.metric.iloc[0], md.number(cell(figures, w, scale, "mmap", "value")),
-                         md.number(cell(figures, w, scale, "default", "value")),
-                         md.times(cell(figures, w, scale, "default", "speedup_vs_mmap")),
-                         "-" if best is None else f"{md.number(best.value)} ({LABELS[best.method]})",
-                         "-" if best is None else md.times(best.speedup_vs_mmap),
-                         "-" if best is None else md.times(best.confirmed_speedup_vs_mmap)])
+    for (workload, scale), record in records.items():
+        ratios = same_round_ratios(record)
+        tuned = [run["value"] for run in record["runs"] if run["contender"] == TUNED and run["value"] is not None]
+        disk = record["read_ahead_kib"].get("mmap")
+        kernel = ratio_text(ratios.get("mmap")) + ("" if disk is None or "mmap" not in ratios else f" at {disk} KiB")
+        rows.append([workload, scale, f"page size {format_size(record['tuned_params']['page_size'])} "
+                     f"({record['tuned_method']})", len({run["round"] for run in record["runs"]}),
+                     md.number(statistics.median(tuned) if tuned else None), ratio_text(ratios.get("default")),
+                     kernel, ratio_text(ratios.get(f"mmap-ra{KERNEL_READ_AHEAD_KIB}"))])
     return md.table(header, rows)
 
 
-def table3(figures: pd.DataFrame, plan: Plan) -> str:
-    header = ["workload"] + [f"{name} {scale}" for name in TABLE3 for scale in (SMALL, LARGE)]
+def llnl_rounds(records: dict[tuple[str, str], dict]) -> str:
+    """LLNL UMap's own programs on its library (at its best page size) and on ours, with our defaults and with the
+    tuned winner, in the same interleaved rounds (the llnl step)."""
+    header = ["workload", "scale", "program", "rounds", "LLNL UMap (page size)", "our defaults",
+              "ours over LLNL UMap, untuned", "tuned (method, page size)", "tuned over LLNL UMap"]
     rows = []
-    for w in plan.workloads:
-        values = [cell(figures, w, scale, "ax", name) for name in TABLE3 for scale in (SMALL, LARGE)]
-        names = [name for name in TABLE3 for _ in (SMALL, LARGE)]
-        rows.append([w] + ["-" if md.missing(v) else show(n, int(v)) for n, v in zip(names, values)])
+    for (workload, scale), record in records.items():
+        if "rounds" not in record:
+            continue
+        ratios = ours_over_llnl(record)
+        ours = record["ours"]
+        rows.append([workload, scale, record["program"], len({run["round"] for run in record["rounds"]}),
+                     f"{md.seconds(record['value'], 1)} ({record['page_size']})", md.seconds(ours[OURS_DEFAULT], 1),
+                     ratio_text(ratios.get(OURS_DEFAULT)), f"{md.seconds(ours[TUNED], 1)} ({record['tuned_method']}, "
+                     f"{format_size(record['tuned_params']['page_size'])})", ratio_text(ratios.get(TUNED))])
     return md.table(header, rows)
+
+
+def measured(figures: pd.DataFrame) -> str:
+    """Every reference's median and range, stated with what it was (read-ahead, page size)."""
+    part = figures[figures.method.isin(REFERENCES)]
+    return md.table(["workload", "scale", "what", "median", "min", "max", "runs", "a run"],
+                    [[r.workload, r.scale, reference_name(r), md.number(r.value), md.number(r.low),
+                      md.number(r.high), md.number(r.runs), md.seconds(r.run_seconds, 1)] for _, r in part.iterrows()])
+
+
+def tuning_cost(row: pd.Series) -> str:
+    """A search's tuning time and trials; for one cut short, only that (its time so far is no tuning time)."""
+    if not finished(row):
+        return f"{row.incomplete} ({row.trials:.0f} trials, {row.capped:.0f} capped)"
+    return f"{md.seconds(row.wall_seconds)} ({row.trials:.0f} trials, {row.capped:.0f} capped)"
 
 
 def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
-    header = ["workload", "scale"] + [LABELS[s] for s in STRATEGIES]
+    methods = (*REAL_METHODS, UNCAPPED)
+    header = ["workload", "scale", *methods]
     rows = []
-    for w in plan.workloads:
-        for scale in (SMALL, LARGE):
-            entries = []
-            for s in STRATEGIES:
-                trials, wall = cell(figures, w, scale, s, "trials"), cell(figures, w, scale, s, "wall_seconds")
-                entries.append("-" if md.missing(trials) else f"{md.seconds(wall)} ({trials:.0f} trials)")
-            rows.append([w, scale] + entries)
+    for workload in plan.workloads:
+        for scale in plan.scales(workload):
+            part = figures[(figures.workload == workload) & (figures.scale == scale)].set_index("method")
+            entries = [tuning_cost(part.loc[m]) if m in part.index else "-" for m in methods]
+            if any(entry != "-" for entry in entries):
+                rows.append([workload, scale, *entries])
+    return md.table(header, rows)
+
+
+def confirmed_text(row: pd.Series | None) -> str:
+    """A search's confirmed speedup over our defaults, or why it has none."""
+    if row is None:
+        return "-"
+    return md.times(row.confirmed_speedup) if finished(row) else row.incomplete
+
+
+def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
+    header = ["workload", "Ax confirmed", "grid confirmed", "over the same defaults", "Ax time", "grid time",
+              "Ax trials", "grid trials", "Ax time / grid time", "Ax time to its best"]
+    rows = []
+    for workload in plan.workloads:
+        part = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method")
+        if "ax" not in part.index or "grid" not in part.index:
+            continue
+        ax, grid = part.loc["ax"], part.loc["grid"]
+        cost = ax.wall_seconds / grid.wall_seconds if finished(ax) and finished(grid) and grid.wall_seconds else None
+        same = "yes" if ax.defaults == grid.defaults else "no: the speedups are not comparable"
+        rows.append([workload, confirmed_text(ax), confirmed_text(grid), same, md.seconds(ax.wall_seconds),
+                     md.seconds(grid.wall_seconds), md.number(ax.trials), md.number(grid.trials), md.times(cost),
+                     md.seconds(ax.time_to_best_seconds)])
+    return md.table(header, rows)
+
+
+def ax_over_seeds(figures: pd.DataFrame, plan: Plan) -> str:
+    """Each Ax study at the large size, a row a seed, for the workloads searched at more than one seed."""
+    header = ["workload", "seed", "confirmed over our defaults (rounds)", "winner's page size", "a run of it",
+              "tuning time", "time to its best"]
+    rows = []
+    for workload in plan.workloads:
+        part = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method")
+        if not any(m in part.index for m in SEEDED_AX):
+            continue
+        for seed, method in AX_BY_SEED.items():
+            if method not in part.index:
+                continue
+            row = part.loc[method]
+            confirmed = (f"{row.confirmed_speedup:.2f}x ({row.confirmed_low:.2f}-{row.confirmed_high:.2f})"
+                         if finished(row) else row.incomplete)
+            page = row.page_size if md.missing(row.page_size) else format_size(int(row.page_size))
+            rows.append([workload, seed, confirmed, page, md.seconds(row.run_seconds, 1),
+                         md.seconds(row.wall_seconds), md.seconds(row.time_to_best_seconds)])
+    return md.table(header, rows)
+
+
+def transfer(figures: pd.DataFrame, plan: Plan) -> str:
+    """The small size's Ax parameters at the large size, against our defaults and Ax tuned there."""
+    header = ["workload", f"{SMALL} Ax confirmed", f"{TRANSFER} at {LARGE} over our defaults",
+              f"{LARGE} Ax confirmed"]
+    rows = []
+    for workload in plan.workloads:
+        large = figures[(figures.workload == workload) & (figures.scale == LARGE)].set_index("method", drop=False)
+        small = figures[(figures.workload == workload) & (figures.scale == SMALL)].set_index("method")
+        if TRANSFER not in large.index or "default" not in large.index:
+            continue
+        moved = large.loc[TRANSFER]
+        ratio = against(moved, large.loc["default"])
+        rows.append([workload, confirmed_text(small.loc["ax"] if "ax" in small.index else None), ratio_text(ratio),
+                     confirmed_text(large.loc["ax"] if "ax" in large.index else None)])
     return md.table(header, rows)
 
 
@@ -136,25 +216,6 @@ def setup(plan: Plan, places: Places) -> str:
     return md.table(header, rows)
 
 
-def noise(plan: Plan, places: Places) -> str:
-    spread = defaults_spread(plan, places)
-    lines = []
-    if not spread.empty:
-        lines.append(md.table(["workload", "scale", "defaults' runs", "min", "median", "max", "max / min - 1"],
-                              [[r.workload, r.scale, r.runs, md.number(r["min"]), md.number(r["median"]),
-                                md.number(r["max"]), f"{r.spread:.0%}" if not md.missing(r.spread) else "-"]
-                               for _, r in spread.iterrows()]))
-    steps = places.out / "steps.csv"
-    if steps.is_file():
-        log = pd.read_csv(steps)
-        loads = pd.concat([log.load_before, log.load_after])
-        lines.append(f"\nLoad average (1 min) at the start and end of each step: min {loads.min():.1f}, median "
-                     f"{loads.median():.1f}, max {loads.max():.1f} on {len(log)} steps (per step in steps.csv). "
-                     f"The machine has 2 hardware threads: a load above 2 means the workloads, the tuner and other "
-                     f"people's benchmarks were queuing for the CPU.")
-    return "\n".join(lines)
-
-
 def failures(places: Places) -> str:
     steps = places.out / "steps.csv"
     if not steps.is_file():
@@ -170,56 +231,62 @@ def failures(places: Places) -> str:
 def write_report(plan: Plan, places: Places, command: str) -> Path:
     out = places.out
     figures = collect(plan, places)
-    figures.to_csv(out / "figures.csv", index=False)
-    plot_speedups(figures, out / "speedups.png")
-    plot_convergence(figures, plan, places, out / "convergence.png")
+    figures.to_csv(out / "real_figures.csv", index=False)
+    side_by_side = {(w, scale): record for w in plan.workloads for scale in plan.scales(w)
+                    if (record := load_side_by_side(places, scale, w)) is not None}
+    llnl = {(w, scale): record for w in plan.workloads for scale in plan.scales(w)
+            if (record := load_llnl(places, scale, w)) is not None}
+    plot_convergence(figures, plan, places, out / "convergence.png", scale=LARGE)
     budget = plan.budget
     machine = "\n".join(f"- {label}: {text}" for label, text in describe(places.data_dir, list(plan.workloads)))
-    discussion = out / "discussion.md"
     sections = [
-        f"# The AutoPager evaluation on this machine ({plan.mode} run)",
+        f"# The AutoPager evaluation at real sizes on this machine ({plan.mode} run)",
         f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `{command}` from the "
-        f"studies under `studies/` (one `trials.csv` a study, resumable) and the kernel runs under `kernel/`. "
-        f"All figures: `figures.csv`. Plots: `speedups.png`, `convergence.png`.",
+        f"studies under `studies/`, the kernel's runs under `kernel/` and LLNL UMap's under `llnl/`. All figures: "
+        f"`real_figures.csv`; steps, with the load average at each start: `steps.csv`.",
         "## Machine\n" + machine,
         "## Setup\n"
-        f"Each workload runs with its data several times its pager buffer (out of core) at a small and a large "
-        f"size (four times the data and the buffer). Before every run the page cache is dropped. Methods: the "
-        f"pager's defaults; page-size-only line search; grid over a restricted space "
-        f"(`configs/space/evaluation.yaml`: page sizes by powers of four, fillers and evictors 1-2, read-ahead "
-        f"0 or 4; small size only{'' if budget.grid_trials is None else f', capped at {budget.grid_trials} trials'}); "
-        f"Ax ({budget.ax_initialization} Sobol + {budget.ax_trials - budget.ax_initialization} Bayesian trials "
-        f"at the small size, {budget.large_ax_trials} in all at the large size) over the tuner's default space; "
-        f"coordinate descent and random search ({budget.search_trials} trials, small size); the kernel's mmap in a "
-        f"memory cgroup; the small size's Ax parameters at the large size (transfer); and each method's best "
-        f"parameters measured again {budget.confirm_repeats} times (confirmation, median). Page sizes are "
-        f"searched up to an eighth of the buffer. A trial may take {TIMEOUT_FACTOR}x the defaults' time "
-        f"({TIMEOUT_FLOOR} s at least) before it is killed and counted as failed. The defaults' value is the "
-        f"median of the defaults' run that starts every search study. Every run, pager or kernel, is in a memory "
-        f"cgroup limited to the buffer plus what the program uses beside its data (code, libraries, stacks, heap: "
-        f"16 MiB; bfs's level array), the pager's bookkeeping of the buffer's pages (1/128 of it) and the page "
-        f"tables of the data (1/512 of it).\n\n" + setup(plan, places),
-        "## Figure 2: speedup over the default parameters (best found)\n"
-        "Above 1: faster (or more throughput) than the pager's defaults. `mmap`: the kernel's mmap with a "
-        "memory limit, against the pager's defaults.\n\n" + figure2(figures, plan, "speedup_vs_default"),
-        "### The same, confirmed (best parameters measured again, against the defaults measured again)\n"
-        + figure2(figures, plan, "confirmed_speedup_vs_default"),
-        "## Ax against grid (small size)\nThe grid is the restricted one; the last column is what the paper's "
-        "exhaustive search over its sampled space (`configs/space/paper.yaml`) would measure here.\n\n"
-        + ax_versus_grid(figures, plan, places),
-        "## The tuned pager against the kernel's mmap\n" + versus_kernel(figures, plan),
-        "## Table III: the best parameters Ax found\nThe buffer is fixed by the workload at each size.\n\n"
-        + table3(figures, plan),
-        "## Tuning time of each strategy\nWall time from a study's first trial to its last, the strategy's own "
-        "time (Ax's model fits) included, the time a resumed study was stopped left out.\n\n" + tuning_time(figures, plan),
-        "## Findings, including the disappointing ones\n" + "\n".join(f"- {text}" for text in findings(figures, plan, places)),
-        "## Noise\nEvery search study starts with a run of the defaults: their spread is the noise of one "
-        "measurement here.\n\n" + noise(plan, places),
+        "Every search study runs on the tuner's own protocol: runs capped at `runner.cap` times the incumbent's "
+        "time, the defaults measured again during the search (noise), and the tuner's confirmation at the end "
+        "(the defaults and the best 3 trials measured again in 3 interleaved rounds). A tuned figure is the "
+        "confirmed winner's median over its rounds, its speedup over our defaults the ratio of the medians of "
+        "the same rounds, with the range of the per-round ratios. A search cut short before its confirmation "
+        "ended (a timeout, Ctrl-C, a session that ended) is shown as such, with no figure or tuning time; the next "
+        "run resumes it. Against our defaults' own step, UMap's defaults (4 KiB pages), the kernel's mmap and LLNL "
+        "UMap, measured apart, the ratio is of medians and its range of the extremes; the defaults' step is "
+        "measured again when the defaults change, so that column is against today's defaults even where the "
+        "search and its confirmation ran before. "
+        f"Methods: page size only; grid over `experiments/configs/space/evaluation.yaml`; Ax ({budget.ax_initialization} "
+        f"Sobol + {budget.large_ax_trials - budget.ax_initialization} Bayesian trials), and again without "
+        f"capping (`{UNCAPPED}`, for the tuning time) and at other seeds (`{SEEDED_AX[0]}`, ...); coordinate "
+        f"descent and random search ({budget.search_trials} trials); the small size's Ax parameters at the large "
+        f"size. The kernel's mmap runs in a memory cgroup of the pager's memory at the disk's read-ahead and at {KERNEL_READ_AHEAD_KIB} "
+        f"KiB, stated below; LLNL UMap's own programs (sort, bfs) at the better of 1 MiB and 4 MiB pages.\n\n"
+        + setup(plan, places),
+        "## The tuned pager against the rest\n" + versus(figures, plan, side_by_side, llnl),
+        "### The same, in the same rounds\nThe references were measured in steps of their own, hours or days "
+        "from the searches, on a disk whose speed drifts. Here the best tuned winner, our defaults and the "
+        "kernel's mmap ran one run each in interleaved rounds (`side-by-side/`): ratios of the medians, with the "
+        "range of the per-round ratios; the table above takes its columns of our defaults' step and the kernel "
+        "from here (\"same rounds\") where the winner is the same.\n\n" + same_rounds(side_by_side),
+        "### LLNL UMap's own programs, on its library and on ours in the same rounds\nLLNL's umapsort and bfs, "
+        "built against LLNL UMap, ran with LLNL's libumap.so at each of its page sizes and with ours in its place "
+        "(the UMap C API is the same), with our defaults and with the tuned winner's parameters, one run each in "
+        "interleaved rounds (`llnl/`): the program's own timing line, ratios of the medians with the range of the "
+        "per-round ratios against LLNL UMap at its best page size; the table above takes its LLNL column from here "
+        "(\"same rounds, its program\") where the winner is the same.\n\n" + llnl_rounds(llnl),
+        "### What each reference measured\n" + measured(figures),
+        "## Tuning time of each strategy, capped and uncapped\nWall time from a study's first trial to its "
+        "last, its confirmation and the strategy's own time included, the time a resumed study was stopped "
+        "left out.\n\n" + tuning_time(figures, plan),
+        "## Ax against the grid (large size)\n" + ax_versus_grid(figures, plan),
+        "## Ax over seeds (large size)\nThe same Ax study at other seeds (`ax` is seed 0); the convergence plot "
+        "draws their median and range.\n\n" + ax_over_seeds(figures, plan),
+        "## The small size's parameters at the large size\n" + transfer(figures, plan),
+        "## Findings, the disappointing ones first\n"
+        + "\n".join(f"- {text}" for text in findings(figures, plan, side_by_side, llnl)),
         "## Steps that failed\n" + failures(places),
     ]
-    if discussion.is_file():
-        sections.append(discussion.read_text().strip())
     path = out / "summary.md"
     path.write_text("\n\n".join(sections) + "\n")
     return path
-

@@ -3,9 +3,9 @@ compared with each other round by round, so that a disk whose speed drifts over 
 ratio alike."""
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
+from autopager.confirmation import confirmed_speedup
 from autopager.goal import Goal
 
 TUNED = "tuned"
@@ -26,7 +26,6 @@ def same_round_ratios(record: dict[str, Any], base: str = TUNED) -> dict[str, tu
         rounds = sorted(set(based) & set(values))
         if name == base or not rounds:
             continue
-        mine, theirs = [based[r] for r in rounds], [values[r] for r in rounds]
-        each = [goal.speedup(value, reference) for value, reference in zip(mine, theirs)]
-        ratios[name] = (goal.speedup(statistics.median(mine), statistics.median(theirs)), min(each), max(each))
+        speedup, (low, high) = confirmed_speedup(goal, [based[r] for r in rounds], [values[r] for r in rounds])
+        ratios[name] = (speedup, low, high)
     return ratios

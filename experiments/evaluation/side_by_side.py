@@ -3,7 +3,7 @@
 The other references have steps of their own, hours or days from the searches; this machine's virtual disk slows
 down after hours of I/O, and stream on the kernel's mmap at 8 MiB read-ahead gave 2.47 GB/s one day and 1.28 GB/s
 another, so a ratio between steps can be off by twice. Here the best tuned winner (the search whose confirmed
-winner has the best median, ``real_figures.best_tuned``), our defaults and the kernel's mmap at the disk's
+winner has the best median, ``figures.best_tuned``), our defaults and the kernel's mmap at the disk's
 read-ahead and at KERNEL_READ_AHEAD_KIB run one run each a round, the order turned by one each round, each with
 the page cache dropped and in the memory cgroup its kind has in its own step. A round gives a ratio of the tuned
 pager over each of the others; a figure is the ratio of the medians with the range of the per-round ratios.
@@ -26,11 +26,11 @@ from autopager.machine import read_ahead_of_disk
 from autopager.params import typed
 from autopager.runner import Runner
 from autopager.workloads import Workload
-from evaluation.kernel import disk_read_ahead_kib
-from evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
-from evaluation.real_figures import COLUMNS, KERNELS, best_tuned, method_rows
-from evaluation.rounds import TUNED
-from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
+from experiments.evaluation.kernel import disk_read_ahead_kib
+from experiments.evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
+from experiments.evaluation.figures import COLUMNS, KERNELS, best_tuned, method_rows
+from experiments.evaluation.rounds import TUNED
+from experiments.evaluation.studies import Places, compose_workload, prepare, RUNNER, workload_overrides
 
 CONTENDERS = (TUNED, "default", *KERNELS)
 
@@ -65,7 +65,7 @@ def measure_side_by_side(spec: SideBySideSpec, plan: Plan, places: Places, timeo
     if defaults is None:
         raise StudyError(f"no defaults' study of {spec.scale}/{spec.workload} yet")
     config, _ = compose_workload(spec.workload, spec.scale, workload_overrides(
-        spec.workload, plan.size(spec.workload, spec.scale), places) + list(runner_overrides(plan)), plan)
+        spec.workload, plan.size(spec.workload, spec.scale), places) + list(RUNNER), plan)
     workload = Workload.from_config(config.workload, config.data_dir)
     prepare(workload, prepared)
     pager, kernel = Runner.from_config(workload, config.runner), mmap_runner(workload, config.runner, repeats=1)

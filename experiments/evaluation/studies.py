@@ -1,4 +1,4 @@
-"""Runs one study of the evaluation through the tuner's own API (``autopager.cli.compose`` and ``Study``).
+"""Runs one study of the evaluation through the tuner's own API (``compose`` and ``Study``).
 
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
 one only replays its table. A search study is done only once its confirmation is recorded (``unfinished``): a step
@@ -6,8 +6,8 @@ cut short is logged as ``interrupted``, one that ended with nothing confirmed as
 and the study is given no preparation step (the tuner would run it again at every study).
 Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer and its pages'
 bookkeeping, the program's own arrays, a headroom and the page tables of the data; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
-The full and quick plans keep the evaluation's old protocol (``RUNNER``); the real plan runs on the tuner's own
-(``TUNER_RUNNER``: capping, noise runs and the confirmation at their configured defaults).
+Studies run on the tuner's own protocol (``RUNNER``: capping, noise runs and the confirmation at their configured
+defaults).
 """
 from __future__ import annotations
 
@@ -18,20 +18,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from autopager.cli import compose
+from autopager.hydra_app import compose
 from autopager.errors import StudyError
-from autopager.space import Space
 from autopager.study import Study
 from autopager.workloads import Workload
-from evaluation.plan import SMALL, Plan, Size, StudySpec
+from experiments.evaluation.plan import Plan, Size, StudySpec
 from autopager.analysis import load_study
+from experiments import CONFIG_SEARCH_PATH
 
-TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
-# the evaluation's protocol predates the tuner's capping, noise runs and confirmation (it confirms in rounds of
-# its own): its studies keep one run a trial, uncapped
-RUNNER = (f"runner.timeout_factor={TIMEOUT_FACTOR}", f"runner.timeout_floor={TIMEOUT_FLOOR}",
-          "runner.memory_limit=auto", "runner.cap=null", "noise.defaults_runs=1", "noise.max_runs=1", "confirm.rounds=0")
-TUNER_RUNNER = ("runner.memory_limit=auto",)
+RUNNER = ("runner.memory_limit=auto",)
 OPTIMIZER_STEP = "import torch and Ax"  # the step that does, in the evaluation's log
 
 
@@ -46,7 +41,8 @@ class Places:
 
 
 def workload_overrides(workload: str, size: Size, places: Places) -> list[str]:
-    return [f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
+    """The workload at a size, with the experiments' own search spaces found (``experiments/configs/space/``)."""
+    return [CONFIG_SEARCH_PATH, f"workload={workload}", f"workload.size={size.size}", f"workload.buffer_size={size.buffer}",
             f"data_dir={places.data_dir}"]
 
 
@@ -71,16 +67,12 @@ def fixed_overrides(params: dict[str, int]) -> list[str]:
     return [f"baseline.{name}={value}" for name, value in params.items() if name != "buffer_size"]
 
 
-def runner_overrides(plan: Plan) -> tuple[str, ...]:
-    return TUNER_RUNNER if plan.real else RUNNER
-
-
 def study_overrides(spec: StudySpec, plan: Plan, places: Places) -> list[str]:
     size = plan.size(spec.workload, spec.scale)
     overrides = workload_overrides(spec.workload, size, places) + [
         f"strategy={spec.strategy}", f"space={spec.space}", f"space.page_size.max={size.largest_page}",
         f"study.root={places.out / 'studies' / spec.scale}", f"study.name={spec.method}",
-        "study.save_profile=false", f"runner.repeats={spec.repeats}", *runner_overrides(plan), *spec.overrides]
+        "study.save_profile=false", f"runner.repeats={spec.repeats}", *RUNNER, *spec.overrides]
     if spec.fixed_from:
         source = load_study(places.study(spec.fixed_from[0], spec.workload, spec.fixed_from[1]))
         # a confirmed study's parameters are its confirmed winner (what the tuner saves), not its luckiest run
@@ -89,32 +81,7 @@ def study_overrides(spec: StudySpec, plan: Plan, places: Places) -> list[str]:
         if not params:
             raise StudyError(f"no best parameters yet in {'/'.join(spec.fixed_from)} to measure")
         overrides += fixed_overrides(params)
-        # at real sizes the first run validates the whole data at these parameters, which the defaults' time does
-        # not bound (numpy_gather's reduction of 4 GiB at 4 KiB pages without read-ahead took over 44 s where
-        # our defaults' runs took 15 s): it gets runner.first_timeout, as UMap's defaults do
-        if not plan.real:
-            overrides.append(f"runner.first_timeout={fixed_timeout(spec, places)}")
     return overrides
-
-
-def fixed_timeout(spec: StudySpec, places: Places) -> float:
-    """Seconds a run of fixed parameters may take: as a trial, from the defaults' time at that scale
-    (a study's own first run is otherwise bounded only by runner.first_timeout, an hour)."""
-    reference = load_study(places.study(spec.scale, spec.workload, "default"))
-    runs = reference.default_values() if reference else []
-    if not runs:
-        raise StudyError(f"no defaults' run of {spec.scale}/{spec.workload} yet to bound the runs")
-    per_run = float(reference.trials.wall_seconds.iloc[0]) / len(runs)
-    return round(max(TIMEOUT_FLOOR, TIMEOUT_FACTOR * per_run), 1)
-
-
-def paper_grid_size(workload: str, plan: Plan, places: Places) -> int:
-    """Points of the paper's sampled space (configs/space/paper.yaml, page sizes as searched here) at the small
-    size: what an exhaustive search as in the paper would measure."""
-    size = plan.size(workload, SMALL)
-    config, _ = compose(workload_overrides(workload, size, places) + [
-        "space=paper", f"space.page_size.max={size.largest_page}"])
-    return Space(config.space, config.baseline).grid_size()
 
 
 def prepare(workload: Workload, prepared: set[tuple[str, ...]]) -> None:

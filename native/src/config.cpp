@@ -23,7 +23,7 @@ constexpr std::uint64_t kMaxPageSize = 1ull << 30;
 // queue an entry (about 24 bytes), 96 MiB at this many.
 // Bounds of the page size chosen from the buffer: a buffer of at least this many pages, and pages of at
 // most 1 MiB. The system page for every buffer (issue 45) read 6.8x faster on binary-search lookups and 17.6x on
-// LMDB's readrandom, but sorted 2.2x and streamed 2.8x slower (experiments/results/defaults-adaptive).
+// LMDB's readrandom, but sorted 2.2x and streamed 2.8x slower (results/defaults-adaptive).
 constexpr std::uint64_t kDefaultBufferPages = 1024;
 constexpr std::uint64_t kMostDefaultPageSize = 1ull << 20;
 constexpr std::uint64_t kMaxReadAheadRun = 256ull << 20;
@@ -191,7 +191,7 @@ Config Config::defaults() {
   c.max_fault_events = hardware_threads();
   c.direct_io = true;
   // Off: keeping writes through the process's death (shared memory a keeper holds) streamed 10-25% slower at
-  // 1 MiB pages (experiments/results/defaults-adaptive); UMAP_KEEP_WRITES=1 turns it on.
+  // 1 MiB pages (results/defaults-adaptive); UMAP_KEEP_WRITES=1 turns it on.
   c.keep_writes = false;
   return c;
 }
