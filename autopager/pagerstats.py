@@ -9,7 +9,7 @@ from typing import Any
 PREFIX = "autopager stats: "
 ENVIRONMENT = {"UMAP_PRINT_STATS": "1"}
 # How the eviction policy's queues served (native/include/autopager/stats.hpp), summed over the pagers.
-POLICY = ("policy_refaults", "policy_promotions", "policy_second_chances", "policy_demotions")
+POLICY = ("policy_refaults", "policy_promotions", "policy_second_chances", "policy_demotions", "victim_hits")
 COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us",  # in the study table
            "pager_page_size", *POLICY)
 

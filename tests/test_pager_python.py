@@ -18,7 +18,7 @@ pytestmark = requires_userfaultfd
 STATS = {"page_size", "read_ahead_run_pages", "read_faults", "write_faults", "fills", "reads", "bytes_read", "evictions",
          "write_backs", "bytes_written", "write_errors", "read_errors", "resident_pages", "dirty_pages",
          "fault_service_mean_us", "fault_service_p99_us", "policy_refaults", "policy_promotions",
-         "policy_second_chances", "policy_demotions"}
+         "policy_second_chances", "policy_demotions", "victim_hits"}
 
 
 @pytest.fixture

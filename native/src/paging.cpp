@@ -85,6 +85,8 @@ Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillReques
                             const std::function<bool()>& reserve) {
   // A fault on a page being evicted (it faulted just as the page went) fills it once it is gone.
   if (request.demand && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
+  if (region.state(page) == PageState::kVictim && install_victim(region.shared_from_this(), page, request))
+    return Claim::kNotNeeded;
   if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
   if (!request.demand) {
     if (!buffer_.try_reserve()) return Claim::kNotNeeded;
@@ -153,6 +155,66 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
     return false;
   }
   buffer_.policy().on_fill(PageRef{region_ptr, page});
+  return true;
+}
+
+bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, const FillRequest& request) {
+  Region& region = *region_ptr;
+  std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
+  if (region.state(page) != PageState::kVictim) return false;
+  const std::optional<std::uint64_t> slot = victims_.take(region, page);
+  if (!slot) {  // a dropper has it and waits for this stripe to make it absent
+    lock.unlock();
+    while (region.state(page) == PageState::kVictim) std::this_thread::yield();
+    return false;
+  }
+  if (region.closing.load()) {  // release_region would not find it in the victim buffer: dropped here
+    victims_.drop(*slot);
+    region.set_state(page, PageState::kAbsent);
+    buffer_.release();
+    return true;
+  }
+  // As a fill installs a page read (finish): a victim is clean and of a region whose writes the pager sees.
+  const bool dirty = region.writable && request.for_write;
+  const WriteProtect protect = region.track_writes && !request.for_write ? WriteProtect::kYes : WriteProtect::kNo;
+  region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
+  if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
+  StatsCounters::add(stats_.victim_hits);  // before the copy wakes the faulting thread, as a fill's counts
+  const int err = victims_.install(region, page, *slot, protect);
+  victims_.drop(*slot);
+  if (err == EEXIST) uffd_.wake(region.page_address(page), region.page_size);
+  if (err != 0 && err != EEXIST) {
+    if (dirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+    stats_.victim_hits.fetch_sub(1, std::memory_order_relaxed);
+    abandon_install_locked(region, page, err);
+    return true;
+  }
+  buffer_.policy().on_fill(PageRef{region_ptr, page});
+  return true;
+}
+
+std::size_t Paging::drop_victims(std::size_t most) {
+  std::size_t dropped = 0;
+  while (dropped < most && victims_.enabled()) {
+    std::optional<Victim> victim = victims_.pop_oldest();
+    if (!victim) break;
+    {
+      std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim->page.region, victim->page.page));
+      victim->page.region->set_state(victim->page.page, PageState::kAbsent);
+    }
+    victims_.drop(victim->slot);
+    buffer_.release();
+    ++dropped;
+  }
+  return dropped;
+}
+
+bool Paging::drop_victim_locked(Region& region, std::uint64_t page) {
+  const std::optional<std::uint64_t> slot = victims_.take(region, page);
+  if (!slot) return false;
+  victims_.drop(*slot);
+  region.set_state(page, PageState::kAbsent);
+  buffer_.release();
   return true;
 }
 
@@ -465,6 +527,21 @@ std::size_t Paging::evict(std::size_t most) {
     victims.push_back(std::move(*victim));
   }
   if (int err = write_back_victims(victims); err != 0) report_eviction_failure(err);
+  // The batch's last pages (the policy's latest victims) go to the victim buffer, whose oldest make room.
+  const std::size_t first_kept = victims.size() > victims_.capacity() ? victims.size() - victims_.capacity() : 0;
+  std::size_t victims_dropped = 0;
+  std::vector<std::uint64_t> slots;  // taken for the batch, used from the back
+  if (victims_.enabled() && !victims.empty()) {
+    const std::uint64_t wanted = victims.size() - first_kept;
+    slots = victims_.take_slots(wanted);
+    if (slots.size() < wanted) {
+      victims_dropped = drop_victims(wanted - slots.size());
+      const std::vector<std::uint64_t> freed = victims_.take_slots(wanted - slots.size());
+      slots.insert(slots.end(), freed.begin(), freed.end());
+    }
+  }
+  std::vector<std::optional<std::uint64_t>> kept_in(victims.size());  // the victim buffer's slot of each kept
+  std::size_t copied = 0;  // bytes of pages kept by a copy, not yet dropped from their regions
   Dropped dropped;
   for (const PageRef& p : poisoned) dropped.add_poisoned(*p.region, p.page);
   std::size_t evicting = 0;
@@ -495,27 +572,45 @@ std::size_t Paging::evict(std::size_t most) {
         continue;
       }
       region.set_state(victim.page, PageState::kEvicting);
+      std::optional<bool> moved;  // kept in the victim buffer: by a move, or by a copy
+      // The slots go to the batch's last pages, the latest evicted.
+      if (!slots.empty() && slots.size() >= victims.size() - i && may_keep_victim(region)) {
+        moved = victims_.keep(region, victim.page, slots.back());
+        if (moved) kept_in[evicting] = slots.back();
+        slots.pop_back();
+      }
       // Pages filled together leave together: one range for each run of them.
-      dropped.add(region, victim.page);
+      if (!moved || !*moved) dropped.add(region, victim.page);
+      if (moved && !*moved && (copied += region.page_size) >= VictimBuffer::kMostCopiedAtOnce) {
+        dropped.drop(zapper_);
+        dropped = Dropped();
+        copied = 0;
+      }
     }
     if (evicting != i) victims[evicting] = std::move(victim);
     ++evicting;
   }
   victims.resize(evicting);
+  victims_.give_back_slots(slots);
   dropped.drop(zapper_);
-  for (const PageRef& victim : victims) {
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    PageRef& victim = victims[i];
     {
       std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
-      victim.region->set_state(victim.page, PageState::kAbsent);
+      victim.region->set_state(victim.page, kept_in[i] ? PageState::kVictim : PageState::kAbsent);
+      // A victim keeps its buffer slot until it is dropped.
+      if (kept_in[i]) victims_.park(victim, *kept_in[i]);
     }
     StatsCounters::add(stats_.evictions);
-    buffer_.release();
+    if (!kept_in[i]) buffer_.release();
   }
   for (const PageRef& cleared : poisoned) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
     cleared.region->set_state(cleared.page, PageState::kAbsent);
   }
-  return victims.size();
+  // The policy had too few pages: the victims' slots are what is left to free.
+  if (victims.size() < most) victims_dropped += drop_victims(most - victims.size());
+  return victims.size() + victims_dropped;
 }
 
 int Paging::release_region(Region& region) {
@@ -532,10 +627,15 @@ int Paging::release_region(Region& region) {
       if (region.state(page) == PageState::kAbsent) break;
       lock.lock();
       state = region.state(page);
+      if (state == PageState::kVictim && !drop_victim_locked(region, page)) {
+        lock.unlock();  // a dropper has it and waits for this stripe
+        std::this_thread::yield();
+        continue;
+      }
       if (state != PageState::kFilling && state != PageState::kEvicting) break;
       lock.unlock();
     }
-    if (!lock.owns_lock() || state == PageState::kAbsent) continue;
+    if (!lock.owns_lock() || state == PageState::kAbsent || state == PageState::kVictim) continue;
     if (state != PageState::kPoisoned) {
       int err = write_back_locked(region, page, KeepResident::kNo);
       if (err != 0) {  // it stays, dirty

@@ -18,6 +18,7 @@
 #include "staging.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
+#include "victim_buffer.hpp"
 #include "zap.hpp"
 
 namespace autopager {
@@ -37,7 +38,12 @@ struct FillRequest {
 class Paging {
  public:
   Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats)
-      : config_(config), uffd_(uffd), buffer_(buffer), stats_(stats), staging_(uffd, config.page_size) {}
+      : config_(config),
+        uffd_(uffd),
+        buffer_(buffer),
+        stats_(stats),
+        staging_(uffd, config.page_size),
+        victims_(uffd, config.page_size, buffer.policy().victim_pages()) {}
 
   // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
   // fill waits for a buffer slot through `reserve` (as claim's), a speculative one (read-ahead, prefetch)
@@ -77,9 +83,12 @@ class Paging {
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.
   int write_back(Region& region, std::uint64_t page);
-  // Evicts up to `most` victims of the policy, dropping their memory together; returns how many.
+  // Evicts up to `most` victims of the policy, dropping their memory together, or keeping it in the victim
+  // buffer (which then drops its oldest victims to make room); when the policy has fewer, drops victims of the
+  // buffer instead. Returns how many pages it evicted or dropped.
   std::size_t evict(std::size_t most);
-  bool evict_one() { return evict(1) == 1; }
+  // Frees a slot for a page: a victim of the buffer goes first, which costs no write-back and no wait.
+  bool evict_one() { return drop_victims(1) == 1 || evict(1) == 1; }
   // Releases every page of a closing region, writing dirty ones back. Returns 0, or the errno of a
   // write-back that failed: then the pages that could not be written stay resident and dirty, every
   // other page is released, and the region may be opened again (reopen_region) and retried.
@@ -119,6 +128,19 @@ class Paging {
   void abandon_install_locked(Region& region, std::uint64_t page, int err);
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
                          HoldsSlot holds_slot);
+  // Whether a page evicted from this region can wait in the victim buffer: one of the pager's page size whose
+  // writes the pager sees (or that takes none), so that a victim is clean and a fault installs it
+  // write-protected as a fill does.
+  bool may_keep_victim(const Region& region) const {
+    return victims_.enabled() && region.page_size == config_.page_size && (region.track_writes || !region.writable);
+  }
+  // A fault (or read-ahead) on a page in the victim buffer: installs it from there, as `request` asks; false
+  // when it is no longer a victim (dropped meanwhile: the caller fills it as an absent page).
+  bool install_victim(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
+  // Drops up to `most` of the oldest victims, giving their buffer slots back; returns how many.
+  std::size_t drop_victims(std::size_t most);
+  // Under the page's stripe, a kVictim page: drops it (absent, its slot back) unless a dropper has taken it.
+  bool drop_victim_locked(Region& region, std::uint64_t page);
   void note_write_back(int err);
   void report_eviction_failure(int err);
 
@@ -128,6 +150,7 @@ class Paging {
   StatsCounters& stats_;
   Zapper zapper_;
   StagingArea staging_;
+  VictimBuffer victims_;
   std::atomic<bool> write_backs_failing_{false};
   std::atomic<bool> reported_eviction_failure_{false};
 };

@@ -16,14 +16,17 @@ namespace autopager {
 // kEvicting: written back and about to be dropped, with others of an evictor's batch.
 // kPoisoned: its read failed; any access raises SIGBUS until it is evicted (it holds no buffer slot
 // and no memory, and is evicted in the policy's order like any page) or its region is unmapped, after
-// which the next access reads it again. See docs/DESIGN.md, "Pager: errors and page states".
+// which the next access reads it again.
+// kVictim: evicted, clean, its contents kept in the victim buffer (victim_buffer.hpp) with its buffer slot: a
+// fault installs it from there. See docs/DESIGN.md, "Pager: errors and page states".
 enum class PageState : std::uint8_t {
   kAbsent = 0,
   kClean = 1,
   kDirty = 2,
   kFilling = 3,
   kEvicting = 4,
-  kPoisoned = 5
+  kPoisoned = 5,
+  kVictim = 6
 };
 
 struct Region : std::enable_shared_from_this<Region> {

@@ -51,6 +51,7 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
   s.reads = reads.load(std::memory_order_relaxed);
   s.bytes_read = bytes_read.load(std::memory_order_relaxed);
   s.evictions = evictions.load(std::memory_order_relaxed);
+  s.victim_hits = victim_hits.load(std::memory_order_relaxed);
   s.write_backs = write_backs.load(std::memory_order_relaxed);
   s.bytes_written = bytes_written.load(std::memory_order_relaxed);
   s.write_errors = write_errors.load(std::memory_order_relaxed);
@@ -73,6 +74,7 @@ std::string Stats::to_json() const {
       << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages
       << ", \"policy_refaults\": " << policy_refaults << ", \"policy_promotions\": " << policy_promotions
       << ", \"policy_second_chances\": " << policy_second_chances << ", \"policy_demotions\": " << policy_demotions
+      << ", \"victim_hits\": " << victim_hits
       << ", \"fault_service_mean_us\": " << fault_service_mean_us
       << ", \"fault_service_p99_us\": " << fault_service_p99_us << "}";
   return out.str();

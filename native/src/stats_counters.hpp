@@ -33,6 +33,7 @@ struct StatsCounters {
   std::atomic<std::uint64_t> reads{0};
   std::atomic<std::uint64_t> bytes_read{0};
   std::atomic<std::uint64_t> evictions{0};
+  std::atomic<std::uint64_t> victim_hits{0};
   std::atomic<std::uint64_t> write_backs{0};
   std::atomic<std::uint64_t> bytes_written{0};
   std::atomic<std::uint64_t> write_errors{0};

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "policy/eviction_policy.hpp"
+#include "policy/victim_queue.hpp"
 
 namespace autopager {
 namespace {
@@ -139,6 +140,87 @@ TEST(HotFifoPolicy, TheHotFifoOverItsShareEvictsItsOldest) {
   PolicyStats s = t.policy().stats();
   EXPECT_EQ(s.promotions, 4u);
   EXPECT_EQ(s.demotions, 1u);
+}
+
+// The hot-page FIFO's evictions wait in a victim buffer of the quarter of the buffer its hot FIFO leaves; the
+// other policies drop what they evict at once.
+TEST(HotFifoPolicy, KeepsAQuarterOfTheBufferAsVictims) {
+  EXPECT_EQ(make_hot_fifo_policy(1000)->victim_pages(), 250u);
+  EXPECT_EQ(make_eviction_policy(Eviction::kHotFifo, 1000, 200)->victim_pages(), 200u) << "of the pages not retained";
+  for (Eviction eviction : {Eviction::kFifo, Eviction::kS3Fifo, Eviction::kClock})
+    EXPECT_EQ(make_eviction_policy(eviction, 1000, 0)->victim_pages(), 0u) << eviction_name(eviction);
+}
+
+// The victim buffer's bookkeeping: a trace of evictions (parked), faults on victims (taken) and room made
+// (the oldest dropped) in; the victims out.
+class VictimTrace {
+ public:
+  explicit VictimTrace(std::uint64_t slots) : queue_(slots), region_(fake_region(1, 4096)) {}
+  // Parks the pages in order, each dropping the oldest victim while no slot is free; returns those dropped.
+  std::vector<std::uint64_t> park(std::uint64_t first, std::uint64_t last) {
+    std::vector<std::uint64_t> dropped;
+    for (std::uint64_t p = first; p <= last; ++p) {
+      std::optional<std::uint64_t> slot = queue_.take_slot();
+      if (!slot) {
+        std::optional<Victim> oldest = queue_.pop_oldest();
+        dropped.push_back(oldest->page.page);
+        queue_.give_back_slot(oldest->slot);
+        slot = queue_.take_slot();
+      }
+      queue_.park(PageRef{region_, p}, *slot);
+    }
+    return dropped;
+  }
+  // A fault on the page: whether it was a victim (its slot then free again).
+  bool fault(std::uint64_t page) {
+    std::optional<std::uint64_t> slot = queue_.take(key_of(*region_, page));
+    if (slot) queue_.give_back_slot(*slot);
+    return slot.has_value();
+  }
+  std::vector<std::uint64_t> drain() {
+    std::vector<std::uint64_t> out;
+    while (std::optional<Victim> victim = queue_.pop_oldest()) {
+      out.push_back(victim->page.page);
+      queue_.give_back_slot(victim->slot);
+    }
+    return out;
+  }
+  VictimQueue& queue() { return queue_; }
+
+ private:
+  VictimQueue queue_;
+  RegionPtr region_;
+};
+
+TEST(VictimQueue, HoldsTheLastEvictionsAndDropsTheOldestForRoom) {
+  VictimTrace t(3);
+  EXPECT_TRUE(t.park(0, 2).empty());
+  EXPECT_EQ(t.queue().free_slots(), 0u);
+  EXPECT_EQ(t.park(3, 4), (std::vector<std::uint64_t>{0, 1}));
+  EXPECT_FALSE(t.fault(0)) << "dropped: read again";
+  EXPECT_TRUE(t.fault(3)) << "a victim: installed from memory";
+  EXPECT_FALSE(t.fault(3)) << "no longer a victim once taken back";
+  EXPECT_EQ(t.queue().free_slots(), 1u);
+  EXPECT_TRUE(t.park(5, 5).empty()) << "the slot page 3 left";
+  EXPECT_EQ(t.drain(), (std::vector<std::uint64_t>{2, 4, 5}));
+  EXPECT_EQ(t.queue().free_slots(), 3u);
+}
+
+// Every slot goes to one victim at a time, through any mix of parks, faults and drops.
+TEST(VictimQueue, NeverGivesOneSlotToTwoVictims) {
+  VictimTrace t(16);
+  std::set<std::uint64_t> victims;
+  for (std::uint64_t n = 0; n < 2000; ++n) {
+    const std::uint64_t page = (n * 7919) % 97;
+    if (n % 3 == 0) {
+      if (t.fault(page)) EXPECT_EQ(victims.erase(page), 1u);
+    } else if (victims.count(page) == 0) {
+      for (std::uint64_t dropped : t.park(page, page)) EXPECT_EQ(victims.erase(dropped), 1u);
+      victims.insert(page);
+    }
+    EXPECT_EQ(t.queue().size(), victims.size());
+    EXPECT_EQ(t.queue().size() + t.queue().free_slots(), 16u);
+  }
 }
 
 // S3-FIFO: a page refaulted within the ghost queue's window goes to the main FIFO and outstays the small

@@ -14,7 +14,7 @@ struct Stats {
   std::uint64_t fills = 0;             // pages read from a store and installed (demand, read-ahead, prefetch)
   std::uint64_t reads = 0;             // the store reads that installed them: a page's, or a read-ahead run's
   std::uint64_t bytes_read = 0;
-  std::uint64_t evictions = 0;         // pages released from the buffer
+  std::uint64_t evictions = 0;         // pages taken out of their regions (victims kept in the victim buffer too)
   std::uint64_t write_backs = 0;       // dirty pages written to a store
   std::uint64_t bytes_written = 0;
   std::uint64_t write_errors = 0;      // write-backs that failed (the page stays resident and dirty)
@@ -26,6 +26,7 @@ struct Stats {
   std::uint64_t policy_promotions = 0;     // pages moved into its protected queue (hot FIFO, S3-FIFO's main)
   std::uint64_t policy_second_chances = 0; // pages kept at its hand because referenced since
   std::uint64_t policy_demotions = 0;      // protected pages evicted because that queue was over its share
+  std::uint64_t victim_hits = 0;           // faults served from the victim buffer, without a read
   double fault_service_mean_us = 0;    // from reading the fault to waking the faulting thread
   double fault_service_p99_us = 0;
 

@@ -4,35 +4,20 @@
 // kernels measured), so the reference is sampled from what it sees: a page's first write (its write-protect
 // fault) and its eviction itself, taken as a sample: a page faulted again while a ghost queue remembers it
 // (the last buffer's worth of evictions) was in use when it went, and comes back referenced.
-#include <mutex>
-
-#include "policy/eviction_policy.hpp"
 #include "policy/page_queue.hpp"
-#include "policy/use_signals.hpp"
+#include "policy/signalled_policy.hpp"
 
 namespace autopager {
 namespace {
 
-class ClockPolicy final : public EvictionPolicy {
+class ClockPolicy final : public SignalledPolicy {
  public:
-  explicit ClockPolicy(std::uint64_t capacity_pages) : use_(capacity_pages, capacity_pages) {}
+  explicit ClockPolicy(std::uint64_t capacity_pages) : SignalledPolicy(capacity_pages, capacity_pages) {}
 
-  void on_fill(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool refault = use_.filled(key_of(page), counters_);
-    ring_.push_back(Entry{std::move(page), refault});
-  }
-  void on_write(const Region& region, std::uint64_t page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    use_.written(key_of(region, page));
-  }
-  void queue_for_eviction(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ring_.push_back(Entry{std::move(page), false});
-  }
+ private:
+  void admit_locked(PageRef page, bool refaulted) override { ring_.push_back(Entry{std::move(page), refaulted}); }
 
-  std::optional<PageRef> next_victim() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<PageRef> next_victim_locked() override {
     // Ends: each round given clears a reference, and none is set meanwhile.
     while (!ring_.empty()) {
       Entry entry = std::move(ring_.front());
@@ -49,22 +34,14 @@ class ClockPolicy final : public EvictionPolicy {
     return std::nullopt;
   }
 
-  void forget_region(const Region& region) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    erase_region(ring_, region);
-  }
-  PolicyStats stats() const override { return counters_.snapshot(); }
+  void forget_region_locked(const Region& region) override { erase_region(ring_, region); }
 
- private:
   struct Entry {
     PageRef page;
     bool refaulted;  // filled while the ghost queue remembered it, the hand not past it since
   };
 
-  std::mutex mutex_;
   std::deque<Entry> ring_;  // the hand is at the front; a page given another round goes to the back
-  UseSignals use_;  // refaults within a buffer's worth of evictions
-  PolicyCounters counters_;
 };
 
 }  // namespace

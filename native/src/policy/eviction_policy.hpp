@@ -59,6 +59,9 @@ class EvictionPolicy {
   virtual std::optional<PageRef> next_victim() = 0;
   virtual void forget_region(const Region& region) = 0;
   virtual PolicyStats stats() const { return {}; }
+  // How many of the pages it evicts last the pager keeps in memory as victims, for a fault on one to take back
+  // without a read (victim_buffer.hpp); 0: none, an evicted page is dropped at once.
+  virtual std::uint64_t victim_pages() const { return 0; }
 };
 
 // First in, first out, in the order pages were filled.

@@ -2,14 +2,12 @@
 // applications"): pages enter a primary FIFO in fill order; a page leaving it that faulted again lately goes to
 // a hot-page FIFO instead of out, and a page pushed out of the hot FIFO (over its share) is evicted. DI-MMAP
 // counts a page's faults while it sits in its eviction queue, the window in which a fault takes the page back
-// without a read. Here a page leaves for good, and the window is a ghost queue of the last buffer's worth of
-// pages evicted: a fill of one of them is the fault DI-MMAP would have counted (the read is not saved; see
-// docs/DESIGN.md, "Eviction policies"). A first write (the write-protect fault) counts as a fault too.
-#include <mutex>
-
-#include "policy/eviction_policy.hpp"
+// without a read. Here the pager keeps the policy's last victims' contents in its victim buffer (victim_pages:
+// the buffer's share the hot FIFO leaves, docs/DESIGN.md, "The victim buffer"), so that a fault on one is
+// served from memory; the refault signal is a ghost queue of the last buffer's worth of pages evicted, which
+// covers the victims and remembers longer. A first write (the write-protect fault) counts as a fault too.
 #include "policy/page_queue.hpp"
-#include "policy/use_signals.hpp"
+#include "policy/signalled_policy.hpp"
 
 namespace autopager {
 namespace {
@@ -17,27 +15,24 @@ namespace {
 // DI-MMAP's best share for the hot FIFO on BFS (its figure 13: 75% of the buffer, 1.48x over none).
 constexpr std::uint64_t kHotSharePercent = 75;
 
-class HotFifoPolicy final : public EvictionPolicy {
+class HotFifoPolicy final : public SignalledPolicy {
  public:
   explicit HotFifoPolicy(std::uint64_t capacity_pages)
-      : hot_budget_(capacity_pages * kHotSharePercent / 100), use_(capacity_pages, capacity_pages) {}
+      : SignalledPolicy(capacity_pages, capacity_pages),
+        hot_budget_(capacity_pages * kHotSharePercent / 100),
+        victim_pages_(capacity_pages - hot_budget_) {}
 
-  void on_fill(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const bool refault = use_.filled(key_of(page), counters_);
-    fifo_.push_back(Entry{std::move(page), refault});
-  }
-  void on_write(const Region& region, std::uint64_t page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    use_.written(key_of(region, page));
-  }
-  void queue_for_eviction(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    fifo_.push_back(Entry{std::move(page), false});
-  }
+  std::uint64_t victim_pages() const override { return victim_pages_; }
 
-  std::optional<PageRef> next_victim() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+ private:
+  struct Entry {
+    PageRef page;
+    bool refaulted;  // filled while the ghost queue remembered it
+  };
+
+  void admit_locked(PageRef page, bool refaulted) override { fifo_.push_back(Entry{std::move(page), refaulted}); }
+
+  std::optional<PageRef> next_victim_locked() override {
     // Ends: each turn evicts a page or moves one from fifo_ to hot_, which is evicted from once over its share.
     for (;;) {
       if (hot_.size() > hot_budget_ || fifo_.empty()) {
@@ -58,18 +53,11 @@ class HotFifoPolicy final : public EvictionPolicy {
     }
   }
 
-  void forget_region(const Region& region) override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  void forget_region_locked(const Region& region) override {
     erase_region(fifo_, region);
     erase_region(hot_, region);
   }
-  PolicyStats stats() const override { return counters_.snapshot(); }
 
- private:
-  struct Entry {
-    PageRef page;
-    bool refaulted;  // filled while the ghost queue remembered it
-  };
   template <typename Queue>
   PageRef leave(Queue& queue) {
     PageRef victim = page_of(queue.front());
@@ -79,11 +67,9 @@ class HotFifoPolicy final : public EvictionPolicy {
   }
 
   const std::uint64_t hot_budget_;
-  std::mutex mutex_;
+  const std::uint64_t victim_pages_;
   std::deque<Entry> fifo_;  // the primary FIFO, in fill order
   PageQueue hot_;           // pages that faulted again, in the order they left fifo_
-  UseSignals use_;          // refaults within the last buffer's worth of evictions
-  PolicyCounters counters_;
 };
 
 }  // namespace

@@ -41,6 +41,7 @@ class RetainingPolicy final : public EvictionPolicy {
     erase_region(retained_, region);
   }
   PolicyStats stats() const override { return policy_->stats(); }
+  std::uint64_t victim_pages() const override { return policy_->victim_pages(); }
 
  private:
   const std::unique_ptr<EvictionPolicy> policy_;

@@ -5,43 +5,37 @@
 // "Used" is what this pager sees of a resident page: its first write (a write-protect fault). The refault is
 // the signal that works for every page: a page evicted from the small FIFO and faulted again within the ghost
 // queue's window, a main FIFO's worth of evictions, is kept in the main FIFO from then on.
-#include <mutex>
+#include <algorithm>
 
-#include "policy/eviction_policy.hpp"
 #include "policy/page_queue.hpp"
-#include "policy/use_signals.hpp"
+#include "policy/signalled_policy.hpp"
 
 namespace autopager {
 namespace {
 
 constexpr std::uint64_t kSmallSharePercent = 10;  // S3-FIFO's choice
 
-class S3FifoPolicy final : public EvictionPolicy {
- public:
-  explicit S3FifoPolicy(std::uint64_t capacity_pages)
-      : small_budget_(std::max<std::uint64_t>(1, capacity_pages * kSmallSharePercent / 100)),
-        use_(capacity_pages > small_budget_ ? capacity_pages - small_budget_ : 1, capacity_pages) {}
+// The ghost queue's window: a main FIFO's worth of evictions.
+std::uint64_t main_share(std::uint64_t capacity_pages, std::uint64_t small_budget) {
+  return capacity_pages > small_budget ? capacity_pages - small_budget : 1;
+}
 
-  void on_fill(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (use_.filled(key_of(page), counters_)) {
+class S3FifoPolicy final : public SignalledPolicy {
+ public:
+  explicit S3FifoPolicy(std::uint64_t capacity_pages, std::uint64_t small_budget)
+      : SignalledPolicy(main_share(capacity_pages, small_budget), capacity_pages), small_budget_(small_budget) {}
+
+ private:
+  void admit_locked(PageRef page, bool refaulted) override {
+    if (refaulted) {
       PolicyCounters::add(counters_.promotions);
       main_.push_back(std::move(page));
     } else {
       small_.push_back(std::move(page));
     }
   }
-  void on_write(const Region& region, std::uint64_t page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    use_.written(key_of(region, page));
-  }
-  void queue_for_eviction(PageRef page) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    small_.push_back(std::move(page));
-  }
 
-  std::optional<PageRef> next_victim() override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<PageRef> next_victim_locked() override {
     // Ends: each round taken clears a bit, and no bit is set meanwhile.
     for (;;) {
       if (!small_.empty() && (small_.size() >= small_budget_ || main_.empty())) {
@@ -65,14 +59,11 @@ class S3FifoPolicy final : public EvictionPolicy {
     }
   }
 
-  void forget_region(const Region& region) override {
-    std::lock_guard<std::mutex> lock(mutex_);
+  void forget_region_locked(const Region& region) override {
     erase_region(small_, region);
     erase_region(main_, region);
   }
-  PolicyStats stats() const override { return counters_.snapshot(); }
 
- private:
   static PageRef take_front(PageQueue& queue) {
     PageRef page = std::move(queue.front());
     queue.pop_front();
@@ -80,17 +71,15 @@ class S3FifoPolicy final : public EvictionPolicy {
   }
 
   const std::uint64_t small_budget_;
-  std::mutex mutex_;
   PageQueue small_;
   PageQueue main_;
-  UseSignals use_;  // refaults of pages evicted from small_ within a main FIFO's worth of evictions; writes
-  PolicyCounters counters_;
 };
 
 }  // namespace
 
 std::unique_ptr<EvictionPolicy> make_s3fifo_policy(std::uint64_t capacity_pages) {
-  return std::make_unique<S3FifoPolicy>(capacity_pages);
+  return std::make_unique<S3FifoPolicy>(capacity_pages,
+                                        std::max<std::uint64_t>(1, capacity_pages * kSmallSharePercent / 100));
 }
 
 }  // namespace autopager

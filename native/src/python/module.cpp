@@ -42,6 +42,7 @@ py::dict stats_to_dict(const Stats& stats) {
   out["policy_promotions"] = stats.policy_promotions;
   out["policy_second_chances"] = stats.policy_second_chances;
   out["policy_demotions"] = stats.policy_demotions;
+  out["victim_hits"] = stats.victim_hits;
   out["fault_service_mean_us"] = stats.fault_service_mean_us;
   out["fault_service_p99_us"] = stats.fault_service_p99_us;
   return out;
