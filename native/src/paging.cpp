@@ -490,13 +490,11 @@ std::size_t Paging::evict(std::size_t most) {
   victims.resize(evicting);
   dropped.drop(zapper_);
   for (const PageRef& victim : victims) {
-    {
-      std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
-      victim.region->set_state(victim.page, PageState::kAbsent);
-    }
-    StatsCounters::add(stats_.evictions);
-    buffer_.release();
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
+    victim.region->set_state(victim.page, PageState::kAbsent);
   }
+  StatsCounters::add(stats_.evictions, victims.size());
+  buffer_.release(victims.size());
   for (const PageRef& cleared : poisoned) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
     cleared.region->set_state(cleared.page, PageState::kAbsent);
