@@ -52,8 +52,9 @@ std::uint64_t Buffer::claim_evictions(std::uint64_t most) {
   }
 }
 
-void Buffer::release() {
-  resident_.fetch_sub(1, std::memory_order_acq_rel);
+void Buffer::release(std::uint64_t count) {
+  if (count == 0) return;
+  resident_.fetch_sub(count, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(pressure_mutex_);
   slot_freed_.notify_all();
 }

@@ -27,7 +27,8 @@ class Buffer {
   // Takes a slot, waiting for the evictors; when they lag, calls `make_room` itself, which returns
   // false to give up (then so does reserve).
   bool reserve(const std::function<bool()>& make_room);
-  void release();
+  // Gives back `count` slots (an eviction batch's at once: one wake-up, not one a page).
+  void release(std::uint64_t count = 1);
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);

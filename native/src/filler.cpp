@@ -88,18 +88,16 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   std::uint64_t page = region->page_of(address);
   if (fault.flags & UFFD_PAGEFAULT_FLAG_WP) {
     StatsCounters::add(stats_.write_faults);
-    paging_.resolve_write(*region, page, pool_.note_write(region, page));
+    paging_.resolve_write(*region, page);
     record_service(fault.read_at);
     return true;
   }
   const bool by_write = (fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
-  // A write stream's reader is its writer: its page comes in writable, sparing the write-protect fault.
-  const bool for_write = by_write || (region->track_writes && pool_.in_write_stream(region, page));
-  const FillRequest request = FillRequest::fault(for_write, fault.thread);
+  const FillRequest request = FillRequest::fault(by_write, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
   if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
   StatsCounters::add(by_write ? stats_.write_faults : stats_.read_faults);
-  pool_.queue_read_ahead(region, page, by_write);
+  pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
   if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);
   record_service(fault.read_at);
@@ -115,7 +113,7 @@ bool Filler::start_speculative(const PageRun& run, MayBlock may_block) {
     return true;
   }
   if (run.region->state(run.lead) != PageState::kAbsent) return true;
-  const FillRequest request = FillRequest::speculative(run.for_write);
+  const FillRequest request = FillRequest::speculative();
   Start how = queue_fill(run.region, run.lead, request, std::chrono::steady_clock::now());
   if (how != Start::kInPlace) return true;
   if (may_block == MayBlock::kNo) return false;
@@ -131,7 +129,7 @@ void Filler::start_run(const PageRun& run) {
   // Checked once the pages are claimed, so that none can be evicted meanwhile: a run whose filler stalled
   // between taking and claiming it would otherwise bring back pages the scan has passed.
   if (pool_.read_ahead_passed(run, first, count)) {
-    paging_.finish_run(run.region, first, count, nullptr, 0, false);  // nothing read: gives the pages back
+    paging_.finish_run(run.region, first, count, nullptr, 0);  // nothing read: gives the pages back
     return;
   }
   const unsigned slot = run_slots_->acquire();
@@ -141,13 +139,13 @@ void Filler::start_run(const PageRun& run) {
   // A store the ring cannot read (memory, a read across two files) is read in place.
   if (reads_.available() && region.store->locate(data, bytes, region.page_offset(first), extent)) {
     const unsigned id = run_read_base_ + slot;
-    pending_[id] = PendingRead{run.region, first, count, run.lead, run.count, FillRequest::speculative(run.for_write),
+    pending_[id] = PendingRead{run.region, first, count, run.lead, run.count, FillRequest::speculative(),
                                std::chrono::steady_clock::now(), extent.length};
     reads_.read(id, data, extent.fd, extent.offset, extent.length);
     return;
   }
   const ssize_t got = Paging::read_store(*region.store, data, bytes, region.page_offset(first), 1);
-  paging_.finish_run(run.region, first, count, data, got, run.for_write);
+  paging_.finish_run(run.region, first, count, data, got);
   run_slots_->release(slot);
   pool_.continue_read_ahead(run.region, run.lead, run.count);
 }
@@ -218,7 +216,7 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
     ssize_t rest = store.read(data + got, read.requested - got, offset + got);
     got = rest < 0 ? -1 : got + rest;
   }
-  if (run_slot) paging_.finish_run(read.region, read.page, read.count, data, got, read.request.for_write);
+  if (run_slot) paging_.finish_run(read.region, read.page, read.count, data, got);
   else paging_.finish(read.region, read.page, read.request, data, got);
   if (read.request.demand) record_service(read.read_at);
   else pool_.continue_read_ahead(read.region, read.lead, read.run);

@@ -221,13 +221,13 @@ bool FillerPool::fills_are_fast() const {
 PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads) {
   const int direction = static_cast<int>(reads.direction);
   const std::uint64_t room = direction > 0 ? region->page_count - lead : lead + 1;
-  return PageRun{region, lead, std::min(reads.run, room), direction, false, reads.for_write && region->writable};
+  return PageRun{region, lead, std::min(reads.run, room), direction};
 }
 
-void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, bool for_write) {
+void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (config_.read_ahead == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  const ReadAheadStreams::Reads reads = region->read_ahead.fault(page, for_write);
+  const ReadAheadStreams::Reads reads = region->read_ahead.fault(page);
   if (reads.direction == ReadAheadStreams::Direction::kNone) return;
   const int towards = static_cast<int>(reads.direction);
   const std::uint64_t run = reads.run;
@@ -240,18 +240,6 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, b
     speculative_.push_back(read_ahead_run(region, lead, reads));
   }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
-}
-
-int FillerPool::note_write(const RegionPtr& region, std::uint64_t page) {
-  if (config_.read_ahead == 0) return 0;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int>(region->read_ahead.written(page));
-}
-
-bool FillerPool::in_write_stream(const RegionPtr& region, std::uint64_t page) {
-  if (config_.read_ahead == 0 || !region->writable) return false;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return region->read_ahead.in_write_stream(page);
 }
 
 bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count) {

@@ -42,12 +42,7 @@ class FillerPool {
 
   // For the fillers. The read-ahead after a page a fault reads, queued as its read starts, so that the pages
   // following it are read meanwhile; none when the fault starts a stream (read_ahead.hpp).
-  void queue_read_ahead(const RegionPtr& region, std::uint64_t page, bool for_write);
-  // A write-protect fault on `page`: its stream, if any, becomes a write stream (read_ahead.hpp); returns
-  // the direction it writes in, +1, -1, or 0 (in no stream with a direction).
-  int note_write(const RegionPtr& region, std::uint64_t page);
-  // Whether a read fault on `page` is to be installed writable and dirty: it lies in a write stream.
-  bool in_write_stream(const RegionPtr& region, std::uint64_t page);
+  void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
   // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its

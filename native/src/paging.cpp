@@ -253,7 +253,7 @@ void Paging::abandon_install_locked(Region& region, std::uint64_t page, int err)
 }
 
 void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::uint64_t count, char* io_buffer,
-                        ssize_t got, bool for_write) {
+                        ssize_t got) {
   Region& region = *region_ptr;
   const std::size_t page_size = region.page_size;
   const std::uint64_t bytes_got = got > 0 ? static_cast<std::uint64_t>(got) : 0;
@@ -262,8 +262,9 @@ void Paging::finish_run(const RegionPtr& region_ptr, std::uint64_t first, std::u
   if (covered * page_size > bytes_got) std::memset(io_buffer + bytes_got, 0, covered * page_size - bytes_got);
   auto locks = buffer_.lock_run(region, first, count);
   if (region.closing.load()) covered = 0;
-  const bool dirty = region.writable && (for_write || !region.track_writes);
-  const WriteProtect protect = region.track_writes && !for_write ? WriteProtect::kYes : WriteProtect::kNo;
+  // Without write-protect a writable page can change unseen, so it counts as dirty from the start.
+  const bool dirty = region.writable && !region.track_writes;
+  const WriteProtect protect = region.track_writes ? WriteProtect::kYes : WriteProtect::kNo;
   for (std::uint64_t page = first; page < first + covered; ++page)
     region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   // Counted before the copy wakes the faulting threads, as a page's fill is; taken back for pages not installed.
@@ -329,39 +330,24 @@ void Paging::wake_unless_filling(Region& region, std::uint64_t page) {
   if (region.state(page) != PageState::kFilling) uffd_.wake(region.page_address(page), region.page_size);
 }
 
-void Paging::resolve_write(Region& region, std::uint64_t page, int stream_direction) {
+void Paging::resolve_write(Region& region, std::uint64_t page) {
   if (region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
-  // A write next to a page written before it is taken for a sequential writer, forward or backward (the two
-  // ends of a partition): the clean pages on from it, up to a read-ahead run, are let through with it, so
-  // that small pages cost one fault a run, not one a page. Without a dirty neighbour, so is a write in a
-  // write stream's read-ahead (pages it read ahead before it was seen to write), in the stream's direction. A
-  // page so marked and then not written is written back unchanged.
-  const bool after_dirty = page > 0 && region.state(page - 1) == PageState::kDirty;
-  const bool before_dirty = page + 1 < region.page_count && region.state(page + 1) == PageState::kDirty;
-  const bool forward = after_dirty || (!before_dirty && stream_direction > 0);
-  const bool backward = !forward && (before_dirty || stream_direction < 0);
-  const std::uint64_t most =
-      forward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), region.page_count - page)
-              : backward ? std::min<std::uint64_t>(region.read_ahead.run_pages(), page + 1) : 1;
-  auto locks = buffer_.lock_run(region, backward ? page + 1 - most : page, most);
+  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
+  char* address = region.page_address(page);
   if (region.state(page) == PageState::kClean && region.track_writes) {
-    std::uint64_t first = page, end = page + 1;  // the clean pages let through
-    while (forward && end - page < most && region.state(end) == PageState::kClean) ++end;
-    while (backward && page + 1 - first < most && region.state(first - 1) == PageState::kClean) --first;
-    const std::uint64_t count = end - first;
-    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kDirty);
-    stats_.dirty_pages.fetch_add(count, std::memory_order_relaxed);
+    region.set_state(page, PageState::kDirty);
+    stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
     // Clearing wakes the writer.
-    if (uffd_.write_protect(region.page_address(first), count * region.page_size, WriteProtect::kNo) == 0) {
+    if (uffd_.write_protect(address, region.page_size, WriteProtect::kNo) == 0) {
       buffer_.policy().on_write(region, page);
       return;
     }
     // Still protected: clean, so that the writer's next fault tries again (dirty, it would only be woken).
-    for (std::uint64_t p = first; p < end; ++p) region.set_state(p, PageState::kClean);
-    stats_.dirty_pages.fetch_sub(count, std::memory_order_relaxed);
+    region.set_state(page, PageState::kClean);
+    stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
   }
   // Already dirty (a racing fault), or evicted meanwhile: the writer retries and faults again if needed.
-  uffd_.wake(region.page_address(page), region.page_size);
+  uffd_.wake(address, region.page_size);
 }
 
 void Paging::note_write_back(int err) {
@@ -593,17 +579,17 @@ std::size_t Paging::evict(std::size_t most) {
   victims.resize(evicting);
   victims_.give_back_slots(slots);
   dropped.drop(zapper_);
+  std::size_t released = 0;
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
-    {
-      std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
-      victim.region->set_state(victim.page, kept_in[i] ? PageState::kVictim : PageState::kAbsent);
-      // A victim keeps its buffer slot until it is dropped.
-      if (kept_in[i]) victims_.park(victim, *kept_in[i]);
-    }
-    StatsCounters::add(stats_.evictions);
-    if (!kept_in[i]) buffer_.release();
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
+    victim.region->set_state(victim.page, kept_in[i] ? PageState::kVictim : PageState::kAbsent);
+    // A victim keeps its buffer slot until it is dropped.
+    if (kept_in[i]) victims_.park(victim, *kept_in[i]);
+    else ++released;
   }
+  StatsCounters::add(stats_.evictions, victims.size());
+  buffer_.release(released);
   for (const PageRef& cleared : poisoned) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
     cleared.region->set_state(cleared.page, PageState::kAbsent);

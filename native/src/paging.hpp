@@ -25,10 +25,10 @@ namespace autopager {
 
 // Who wants a page: a fault (`demand`, by thread `thread`, 0 when the kernel does not say), or
 // read-ahead and prefetch, whose failures only leave the page absent for a later fault to retry.
-// `for_write`: installed writable and dirty (a write fault, or read-ahead of a write stream).
+// `for_write`: installed writable and dirty (a write fault: only a page the program writes is dirty).
 struct FillRequest {
   static FillRequest fault(bool for_write, pid_t thread) { return FillRequest{for_write, true, thread}; }
-  static FillRequest speculative(bool for_write = false) { return FillRequest{for_write, false, 0}; }
+  static FillRequest speculative() { return FillRequest{false, false, 0}; }
 
   bool for_write = false;
   bool demand = true;
@@ -66,20 +66,17 @@ class Paging {
   // pages from `lead` in `direction`: the first it can, and those after it up to one it cannot (resident,
   // in transit, or no free buffer slot). Returns how many, and in `first` the lowest of them.
   std::uint64_t claim_run(Region& region, std::uint64_t lead, int direction, std::uint64_t most, std::uint64_t& first);
-  // Installs the pages the `got` bytes read cover with one copy (writable and dirty `for_write`, in a
-  // writable region); the others (a read that failed or ended early, a copy that failed) are left absent
-  // for a fault to read again.
-  void finish_run(const RegionPtr& region, std::uint64_t first, std::uint64_t count, char* io_buffer, ssize_t got,
-                  bool for_write);
+  // Installs the pages the `got` bytes read cover with one copy, clean; the others (a read that failed or
+  // ended early, a copy that failed) are left absent for a fault to read again.
+  void finish_run(const RegionPtr& region, std::uint64_t first, std::uint64_t count, char* io_buffer, ssize_t got);
   // Reads `n` bytes of the store at `offset`, trying `attempts` times while it fails.
   static ssize_t read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts);
   // Wakes the threads faulting on a page that needs no fill from them, unless it is filling: that fill's copy
   // wakes them, and waking them before it would only make them fault again.
   void wake_unless_filling(Region& region, std::uint64_t page);
-  // The first write to a clean, write-protected page: mark it dirty and let the writer through (with the
-  // clean pages on from it, up to a read-ahead run, when the page before it is dirty, or the page after it
-  // for a backward writer; or in `stream_direction`, that of the write stream the page lies in, if not 0).
-  void resolve_write(Region& region, std::uint64_t page, int stream_direction);
+  // The first write to a clean, write-protected page: mark it dirty and let the writer through. Only that
+  // page: a neighbour let through unwritten would be written back over what others wrote to the file.
+  void resolve_write(Region& region, std::uint64_t page);
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.
   int write_back(Region& region, std::uint64_t page);

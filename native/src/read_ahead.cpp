@@ -42,15 +42,14 @@ ReadAheadStreams::Stream& ReadAheadStreams::replaced() {
   return *oldest;
 }
 
-ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page, bool for_write) {
+ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page) {
   if (read_ahead_ == 0) return Reads{};
   ++clock_;
   for (Stream& s : streams_) {
     if (s.window != 0 && page == s.newest_fault) {
       // The same page again (several threads fault on it): read ahead only along a stream already sequential.
       s.last_use = clock_;
-      s.for_write = s.for_write || for_write;
-      return Reads{static_cast<Direction>(s.direction), run_of(s), s.for_write};
+      return Reads{static_cast<Direction>(s.direction), run_of(s)};
     }
     // A fault up to just past the stream's window continues it; a stream of one fault goes either way, up to
     // read_ahead + 1 pages from it.
@@ -60,32 +59,12 @@ ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page, bool for_wri
       s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
-      s.for_write = s.for_write || for_write;
-      return Reads{static_cast<Direction>(towards), run_of(s), s.for_write};
+      return Reads{static_cast<Direction>(towards), run_of(s)};
     }
   }
   // A new stream reads nothing ahead until a second fault shows it is sequential.
-  replaced() = Stream{page, read_ahead_, 0, clock_, for_write};
+  replaced() = Stream{page, read_ahead_, 0, clock_};
   return Reads{};
-}
-
-ReadAheadStreams::Direction ReadAheadStreams::written(std::uint64_t page) {
-  Direction direction = Direction::kNone;
-  for (Stream& s : streams_) {
-    if (s.window == 0 || !(page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window))))
-      continue;
-    s.for_write = true;
-    if (s.direction != 0) direction = static_cast<Direction>(s.direction);
-  }
-  return direction;
-}
-
-bool ReadAheadStreams::in_write_stream(std::uint64_t page) const {
-  for (const Stream& s : streams_)
-    if (s.for_write && s.window != 0 &&
-        (page == s.newest_fault || (s.direction != 0 && s.ahead(page, s.direction, s.window + 1))))
-      return true;
-  return false;
 }
 
 bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const {
@@ -95,7 +74,7 @@ bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::ui
     if (s.window <= read_ahead_ || s.direction == 0 || !s.ahead(page, s.direction, s.window)) continue;
     if (s.direction < 0 && page < step) return false;
     next = s.direction > 0 ? page + step : page - step;
-    reads = Reads{static_cast<Direction>(s.direction), run_of(s), s.for_write};
+    reads = Reads{static_cast<Direction>(s.direction), run_of(s)};
     return s.ahead(next, s.direction, s.window);
   }
   return false;

@@ -19,10 +19,9 @@
 // replaced the stream. Streams a fault continues stay followed; a new fault replaces the oldest stream that
 // has not shown a direction yet, or a stream idle for kIdleFaults faults of the region, so that random faults
 // between the merges of a sort or a BFS frontier and its offsets do not push the streams out.
-// A stream a write fault continues or lands in (a write to a page it read ahead, write-protected) is a write
-// stream from then on: its read-ahead pages, and the pages its read faults bring in, are installed writable
-// and dirty, so that a writer of small pages takes no write-protect fault a page; a page so installed and
-// never written is written back unchanged.
+// Read-ahead pages are installed clean (write-protected where writes are tracked), whatever the stream's
+// faults: only a page the program writes is written back, as the kernel writes back only dirty pages, so a
+// page read ahead of a writer takes its own write-protect fault.
 #pragma once
 
 #include <array>
@@ -37,12 +36,10 @@ class ReadAheadStreams {
   // Where to read `read_ahead` pages from a faulting page: nowhere, or on in one direction.
   enum class Direction : int { kBackward = -1, kNone = 0, kForward = 1 };
 
-  // What a stream reads next: in which direction (kNone: nothing), runs of how many pages, and whether its
-  // pages are installed writable and dirty (a write stream).
+  // What a stream reads next: in which direction (kNone: nothing) and runs of how many pages.
   struct Reads {
     Direction direction = Direction::kNone;
     std::uint64_t run = 1;
-    bool for_write = false;
   };
 
   // `read_ahead`: reads kept in flight for a stream, each of up to `run_pages` pages; `most_window`: pages
@@ -51,15 +48,9 @@ class ReadAheadStreams {
   // A window of at most a quarter of the buffer and 64 MiB.
   static ReadAheadStreams for_config(const Config& config, unsigned run_pages);
 
-  // A fault on the missing `page` (by a write: `for_write`): starts a stream (kNone), or continues one,
-  // widens its window and says what it reads.
-  Reads fault(std::uint64_t page, bool for_write);
-  // The first write to the resident `page` (a write-protect fault): the stream it belongs to, if any,
-  // becomes a write stream; returns that stream's direction (kNone: in no stream with one).
-  Direction written(std::uint64_t page);
-  // Whether `page` is a write stream's newest fault or lies within its window, or one page past it: a read
-  // fault there (the writer outran its read-ahead; it reads before it writes) is installed writable too.
-  bool in_write_stream(std::uint64_t page) const;
+  // A fault on the missing `page`: starts a stream (kNone), or continues one, widens its window and says
+  // what it reads.
+  Reads fault(std::uint64_t page);
   // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
   // the next read and what it reads, when its stream goes on.
   bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const;
@@ -78,7 +69,6 @@ class ReadAheadStreams {
     std::uint64_t window = 0;
     int direction = 0;  // +1 forward, -1 backward, 0 not known yet (one fault)
     std::uint64_t last_use = 0;
-    bool for_write = false;  // a write fault continued it or landed in it
     // Whether `page` lies within `reach` pages beyond the newest fault in direction `towards`.
     bool ahead(std::uint64_t page, int towards, std::uint64_t reach) const;
   };

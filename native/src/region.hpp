@@ -125,7 +125,6 @@ struct PageRun {
   std::uint64_t count;
   int direction;
   bool prefetch = false;  // asked for by umap_prefetch: read even where no stream goes
-  bool for_write = false;  // of a write stream: installed writable and dirty (read_ahead.hpp)
 };
 
 }  // namespace autopager

@@ -21,7 +21,7 @@ ReadAheadStreams streams() { return ReadAheadStreams(kReadAhead, kRunPages, kMos
 std::vector<std::uint64_t> runs_of(ReadAheadStreams& s, const std::vector<std::uint64_t>& trace) {
   std::vector<std::uint64_t> runs;
   for (std::uint64_t page : trace) {
-    const ReadAheadStreams::Reads reads = s.fault(page, false);
+    const ReadAheadStreams::Reads reads = s.fault(page);
     runs.push_back(reads.direction == Direction::kNone ? 0 : reads.run);
   }
   return runs;
@@ -46,10 +46,10 @@ TEST(ReadAheadDecision, RunsGrowAlongAForwardScan) {
 
 TEST(ReadAheadDecision, RunsGrowAlongABackwardScan) {
   ReadAheadStreams s = streams();
-  EXPECT_EQ(s.fault(5000, false).direction, Direction::kNone);
+  EXPECT_EQ(s.fault(5000).direction, Direction::kNone);
   std::uint64_t run = 0;
   for (std::uint64_t page = 4999; page > 4980; --page) {
-    const ReadAheadStreams::Reads reads = s.fault(page, false);
+    const ReadAheadStreams::Reads reads = s.fault(page);
     EXPECT_EQ(reads.direction, Direction::kBackward) << page;
     EXPECT_GE(reads.run, run) << page;
     run = reads.run;
@@ -65,11 +65,11 @@ TEST(ReadAheadDecision, InterleavedStreamsGrowAmongRandomFaults) {
   std::uint64_t random = 7;
   for (std::uint64_t step = 0; step < 16; ++step) {
     for (int k = 0; k < 3; ++k) {
-      const ReadAheadStreams::Reads reads = s.fault(starts[k] + step, false);
+      const ReadAheadStreams::Reads reads = s.fault(starts[k] + step);
       if (step > 0) EXPECT_EQ(reads.direction, Direction::kForward) << k << " " << step;
       last_run[k] = reads.run;
       random = random * 6364136223846793005ull + 1442695040888963407ull;
-      EXPECT_EQ(s.fault(2000000 + (random >> 40) % 1000000 * 4, false).direction, Direction::kNone);
+      EXPECT_EQ(s.fault(2000000 + (random >> 40) % 1000000 * 4).direction, Direction::kNone);
     }
   }
   for (std::uint64_t run : last_run) EXPECT_EQ(run, kRunPages);
@@ -79,47 +79,18 @@ TEST(ReadAheadDecision, InterleavedStreamsGrowAmongRandomFaults) {
 TEST(ReadAheadDecision, RunsShrinkWhenThePatternTurnsRandom) {
   ReadAheadStreams s = streams();
   std::uint64_t page = 1000;
-  for (; page < 1012; ++page) s.fault(page, false);
-  EXPECT_EQ(s.fault(page++, false).run, kRunPages);
-  for (std::uint64_t i = 0; i < 64; ++i) EXPECT_EQ(s.fault(1000000 + i * 1000, false).direction, Direction::kNone);
-  EXPECT_EQ(s.fault(page++, false).direction, Direction::kNone);
-  const ReadAheadStreams::Reads again = s.fault(page++, false);
+  for (; page < 1012; ++page) s.fault(page);
+  EXPECT_EQ(s.fault(page++).run, kRunPages);
+  for (std::uint64_t i = 0; i < 64; ++i) EXPECT_EQ(s.fault(1000000 + i * 1000).direction, Direction::kNone);
+  EXPECT_EQ(s.fault(page++).direction, Direction::kNone);
+  const ReadAheadStreams::Reads again = s.fault(page++);
   EXPECT_EQ(again.direction, Direction::kForward);
   EXPECT_EQ(again.run, 1u);
 }
 
-// A stream is a write stream from a write fault that continues it, or a first write to a page it read ahead;
-// a read stream beside it stays one. The next reads of each say so.
-TEST(ReadAheadDecision, AWriteMakesItsStreamAWriteStream) {
-  ReadAheadStreams s = streams();
-  s.fault(100, false);
-  s.fault(5000, false);
-  EXPECT_FALSE(s.fault(101, false).for_write);
-  EXPECT_FALSE(s.fault(5001, false).for_write);
-  EXPECT_TRUE(s.fault(102, true).for_write);
-  EXPECT_TRUE(s.fault(103, false).for_write) << "a write stream stays one";
-  EXPECT_FALSE(s.fault(5002, false).for_write);
-  // Read ahead of the fault at 5002, then written: the writer is let through in the stream's direction.
-  EXPECT_EQ(s.written(5004), Direction::kForward);
-  EXPECT_TRUE(s.fault(5003, false).for_write);
-  std::uint64_t next = 0;
-  ReadAheadStreams::Reads reads;
-  ASSERT_TRUE(s.next_after(104, 1, next, reads));
-  EXPECT_TRUE(reads.for_write);
-  EXPECT_GT(next, 104u);
-  // A read fault of the writer that outran its read-ahead lies in the write stream: its page comes in writable.
-  EXPECT_TRUE(s.in_write_stream(107));
-  EXPECT_TRUE(s.in_write_stream(103));
-  EXPECT_FALSE(s.in_write_stream(102)) << "behind the stream";
-  EXPECT_EQ(s.written(900000), Direction::kNone) << "in no stream";
-  EXPECT_EQ(s.fault(900001, false).direction, Direction::kNone);
-  EXPECT_FALSE(s.fault(900002, false).for_write);
-  EXPECT_FALSE(s.in_write_stream(900003)) << "a read stream";
-}
-
 TEST(ReadAheadDecision, NoReadAheadReadsNothing) {
   ReadAheadStreams s(0, kRunPages, kMostWindow);
-  for (std::uint64_t page = 0; page < 10; ++page) EXPECT_EQ(s.fault(page, false).direction, Direction::kNone);
+  for (std::uint64_t page = 0; page < 10; ++page) EXPECT_EQ(s.fault(page).direction, Direction::kNone);
 }
 
 }  // namespace
