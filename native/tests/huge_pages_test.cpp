@@ -96,6 +96,19 @@ Config huge_config(std::size_t page, std::uint64_t buffer_pages, HugePages huge 
   return c;
 }
 
+// A pager of `buffer` pages of 2 MiB over a file of `pages` of them (the pattern of `seed`), mapped read-write.
+struct MappedFile {
+  MappedFile(std::uint64_t buffer, std::uint64_t pages, std::uint64_t seed, HugePages huge = HugePages::kOn)
+      : file(pages * 2 * kMiB, seed),
+        expected(file.contents()),
+        pager(huge_config(2 * kMiB, buffer, huge)),
+        bytes(static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * 2 * kMiB))) {}
+  ScratchFile file;
+  std::vector<std::uint8_t> expected;  // the file's bytes, as the test changes them
+  Pager pager;
+  std::uint8_t* const bytes;
+};
+
 std::uint64_t wrong_bytes(const std::vector<std::uint8_t>& actual, const std::vector<std::uint8_t>& expected) {
   if (actual.size() != expected.size()) return std::max(actual.size(), expected.size());
   std::uint64_t wrong = 0;
@@ -139,12 +152,11 @@ TEST(HugePages, AFileLargerThanTheBufferIsEvictedAndFaultedAgain) {
   const std::uint64_t buffer = 8, pages = 24;
   HugePagePool pool(buffer);
   REQUIRE_HUGE_PAGES(pool);
-  ScratchFile file(pages * page, 5);
-  std::vector<std::uint8_t> expected = file.contents();
   const std::uint64_t free_before = available_huge_pages();
   {
-    Pager pager(huge_config(page, buffer));
-    auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+    MappedFile mapped(buffer, pages, 5);
+    std::vector<std::uint8_t>& expected = mapped.expected;
+    std::uint8_t* bytes = mapped.bytes;
     for (int round = 0; round < 2; ++round) {
       for (std::uint64_t p = 0; p < pages; ++p) {
         const std::size_t at = p * page + 1000 + static_cast<std::size_t>(round) * 77;
@@ -152,12 +164,12 @@ TEST(HugePages, AFileLargerThanTheBufferIsEvictedAndFaultedAgain) {
         if (p % 3 == 0) bytes[at + 1] = expected[at + 1] = static_cast<std::uint8_t>(p + round + 1);
       }
     }
-    EXPECT_GT(pager.stats().evictions, pages) << "the pages went and came back";
+    EXPECT_GT(mapped.pager.stats().evictions, pages) << "the pages went and came back";
     EXPECT_LE(free_before - available_huge_pages(), buffer) << "no more huge pages held than the buffer's";
-    ASSERT_TRUE(pager.unmap(bytes));
+    ASSERT_TRUE(mapped.pager.unmap(bytes));
+    EXPECT_EQ(wrong_bytes(mapped.file.contents(), expected), 0u);
   }
   EXPECT_EQ(available_huge_pages(), free_before) << "every huge page is back in the pool";
-  EXPECT_EQ(wrong_bytes(file.contents(), expected), 0u);
 }
 
 // Four threads write their own bytes and read others' all over a region four times the buffer.
@@ -166,10 +178,9 @@ TEST(HugePages, ThreadsReadAndWriteUnderEvictionPressure) {
   const std::uint64_t buffer = 6, pages = 24;
   HugePagePool pool(buffer);
   REQUIRE_HUGE_PAGES(pool);
-  ScratchFile file(pages * page, 6);
-  const std::vector<std::uint8_t> original = file.contents();
-  Pager pager(huge_config(page, buffer));
-  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+  MappedFile mapped(buffer, pages, 6);
+  const std::vector<std::uint8_t> original = mapped.expected;
+  std::uint8_t* bytes = mapped.bytes;
   constexpr unsigned kThreads = 4;
   constexpr std::size_t kStride = 64 * 1024;  // each thread writes byte (thread) of every 64 KiB
   std::atomic<std::uint64_t> wrong{0};
@@ -186,11 +197,11 @@ TEST(HugePages, ThreadsReadAndWriteUnderEvictionPressure) {
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0u) << "bytes no thread wrote read other than the file's";
-  ASSERT_TRUE(pager.unmap(bytes));
+  ASSERT_TRUE(mapped.pager.unmap(bytes));
   std::vector<std::uint8_t> expected = original;
   for (std::size_t at = 0; at < expected.size(); ++at)
     if (at % kStride < kThreads) expected[at] = static_cast<std::uint8_t>(0xA0 + at % kStride);
-  EXPECT_EQ(wrong_bytes(file.contents(), expected), 0u);
+  EXPECT_EQ(wrong_bytes(mapped.file.contents(), expected), 0u);
 }
 
 // With the kernel's poison marker and with a signal to the faulting thread.
@@ -234,9 +245,8 @@ TEST(HugePages, AFaultWithNoHugePageLeftIsSigbus) {
   const std::uint64_t buffer = 4, pages = 8;
   HugePagePool pool(buffer);
   REQUIRE_HUGE_PAGES(pool);
-  ScratchFile file(pages * page, 12);
-  Pager pager(huge_config(page, buffer, HugePages::kOn));
-  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+  MappedFile mapped(buffer, pages, 12);
+  std::uint8_t* bytes = mapped.bytes;
   const std::size_t hog_bytes = available_huge_pages() * kHugePageSize;
   void* hog = mmap(nullptr, hog_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
   ASSERT_NE(hog, MAP_FAILED) << "reserving the pool's free pages: " << std::strerror(errno);
@@ -249,7 +259,7 @@ TEST(HugePages, AFaultWithNoHugePageLeftIsSigbus) {
   Access again = read_catching_sigbus(bytes + 77);
   ASSERT_FALSE(again.sigbus);
   EXPECT_EQ(again.value, pattern_byte(77, 12));
-  ASSERT_TRUE(pager.unmap(bytes));
+  ASSERT_TRUE(mapped.pager.unmap(bytes));
 }
 
 TEST(HugePages, AFailedWriteBackIsReportedAndItsPagesKept) {
@@ -281,10 +291,9 @@ TEST(HugePages, AForkedChildHasNoMappingAndTheParentKeepsItsPages) {
   const std::uint64_t buffer = 4, pages = 6;
   HugePagePool pool(buffer);
   REQUIRE_HUGE_PAGES(pool);
-  ScratchFile file(pages * page, 9);
-  std::vector<std::uint8_t> expected = file.contents();
-  Pager pager(huge_config(page, buffer));
-  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+  MappedFile mapped(buffer, pages, 9);
+  std::vector<std::uint8_t>& expected = mapped.expected;
+  std::uint8_t* bytes = mapped.bytes;
   bytes[5] = expected[5] = 0x42;  // resident and dirty at the fork
   int code = in_forked_child(60, [&] {
     signal(SIGSEGV, SIG_DFL);
@@ -294,8 +303,8 @@ TEST(HugePages, AForkedChildHasNoMappingAndTheParentKeepsItsPages) {
   EXPECT_EQ(code, 128 + SIGSEGV);
   EXPECT_EQ(bytes[5], 0x42);
   EXPECT_EQ(bytes[6], expected[6]);
-  ASSERT_TRUE(pager.unmap(bytes));
-  EXPECT_EQ(wrong_bytes(file.contents(), expected), 0u);
+  ASSERT_TRUE(mapped.pager.unmap(bytes));
+  EXPECT_EQ(wrong_bytes(mapped.file.contents(), expected), 0u);
 }
 
 TEST(HugePagesConfig, OnIsRefusedWhereItCannotBe) {
@@ -350,12 +359,10 @@ TEST(HugePagesConfig, APoolTooSmallIsRefusedOnAndFallsBackUnderAuto) {
     EXPECT_NE(std::string(e.what()).find("huge_pages (UMAP_HUGE_PAGES) = on: the pool has"), std::string::npos)
         << e.what();
   }
-  ScratchFile file(3 * page, 10);
-  Pager pager(huge_config(page, buffer, HugePages::kAuto));
-  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 3 * page));
-  EXPECT_EQ(bytes[page + 3], pattern_byte(page + 3, 10));
-  EXPECT_EQ(kernel_page_size(bytes), system_page_size());
-  ASSERT_TRUE(pager.unmap(bytes));
+  MappedFile mapped(buffer, 3, 10, HugePages::kAuto);
+  EXPECT_EQ(mapped.bytes[page + 3], pattern_byte(page + 3, 10));
+  EXPECT_EQ(kernel_page_size(mapped.bytes), system_page_size());
+  ASSERT_TRUE(mapped.pager.unmap(mapped.bytes));
 }
 
 TEST(HugePagesConfig, AutoUsesHugePagesWhereItCan) {
