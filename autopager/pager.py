@@ -40,6 +40,7 @@ class PagingParameters(TypedDict, total=False):
     max_fault_events: int
     direct_io: int
     compression: str
+    huge_pages: str
 
 
 class Pager:
@@ -59,7 +60,8 @@ class Pager:
     read_ahead_run (bytes, or "4MiB": the largest read-ahead read),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it), compression ("none",
-    "lz4", "zstd": how the pages of arrays on NBD exports are stored). profile= takes them
+    "lz4", "zstd": how the pages of arrays on NBD exports are stored), huge_pages ("off", the default, "on",
+    "auto": arrays' memory in 2 MiB huge pages, for a page_size of 2 MiB multiples). profile= takes them
     from a profile name, a profile file or a mapping; keyword arguments override it. A named profile or
     profile file gives the parameters its study searched: never the buffer size it was found with, unless the
     study searched that too. Several pagers with different parameters can live in one process.
@@ -111,7 +113,8 @@ class Pager:
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
                 "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "eviction": c.eviction,
                 "read_ahead": c.read_ahead, "read_ahead_run": c.read_ahead_run,
-                "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io), "compression": c.compression}
+                "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io), "compression": c.compression,
+                "huge_pages": c.huge_pages}
 
     @property
     def has_write_protect(self) -> bool:

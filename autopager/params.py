@@ -48,6 +48,7 @@ PARAMETER_TABLE: tuple[Parameter, ...] = (
     Parameter("max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, 4096),
     Parameter("direct_io", "UMAP_DIRECT_IO", 0, 1, zero_turns_off=True),
     Parameter("compression", "UMAP_COMPRESSION", choices=("none", "lz4", "zstd")),  # of NBD stores' pages
+    Parameter("huge_pages", "UMAP_HUGE_PAGES", choices=("off", "on", "auto")),  # regions in 2 MiB huge pages
 )
 TABLE: dict[str, Parameter] = {parameter.name: parameter for parameter in PARAMETER_TABLE}
 ENV_VARS: dict[str, str] = {parameter.name: parameter.env for parameter in PARAMETER_TABLE}

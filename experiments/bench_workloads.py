@@ -12,6 +12,11 @@ pager variant runs with each build's workload programs, interleaved with the oth
 
     sudo python3 -m experiments.bench_workloads [--workloads bfs,sort] [--repeats 3]
     sudo python3 -m experiments.bench_workloads --build before=../old/build/workloads --build after=build/workloads
+    sudo python3 -m experiments.bench_workloads --workloads bfs --page-sizes 2MiB --variant page_size=2MiB,huge_pages=on \
+        --perf dTLB-load-misses
+
+--perf EVENTS counts those events (perf stat -a, the whole machine: run it alone) over each run; the report gives
+each one's medians, or says the machine has no such counter (a VM without the CPU's performance counters).
 
 Writes <out>/workloads.md (the table), <out>/workloads.csv (medians) and <out>/runs.jsonl (every run),
 and prints the table. Needs root (drop_caches, cgroups, userfaultfd) and built workloads (build/workloads,
@@ -25,8 +30,10 @@ import json
 import os
 import platform
 import statistics
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,13 +142,59 @@ class Row:
         return bad[0] if bad and len(bad) == len(runs) else None
 
 
-def run_once(workload: Workload, variant: Variant, limit: int, timeout: float) -> dict:
+class PerfCounts:
+    """``perf stat -a`` of ``events`` (comma-separated) while the block runs; ``counts`` is then each event's count,
+    None where perf says the machine cannot count it."""
+
+    def __init__(self, events: str):
+        self.events, self.counts = events, {}
+
+    def __enter__(self) -> PerfCounts:
+        self.output = tempfile.NamedTemporaryFile("r", suffix=".perf")
+        self.process = subprocess.Popen(["perf", "stat", "-a", "-x,", "-e", self.events, "-o", self.output.name],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait()
+        for line in self.output.read().splitlines():
+            fields = line.split(",")
+            if len(fields) > 2 and not line.startswith("#"):
+                self.counts[fields[2]] = None if fields[0].startswith("<") else float(fields[0])
+        self.output.close()
+
+
+def run_once(workload: Workload, variant: Variant, limit: int, timeout: float, perf: str = "") -> dict:
     load = os.getloadavg()[0]
-    result = variant.run(workload, limit, timeout)
+    if perf:
+        with PerfCounts(perf) as counted:
+            result = variant.run(workload, limit, timeout)
+    else:
+        result = variant.run(workload, limit, timeout)
     command = workload.argv() if variant.pager else workload.kernel_mmap().argv()
     return {"workload": workload.name, "variant": variant.label, "params": variant.params, "limit": limit,
             "load": load, "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
-            "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats}
+            "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats,
+            **({"perf": counted.counts} if perf else {})}
+
+
+def perf_report(rows: list[Row], variants: list[Variant], events: str) -> str:
+    """Each event's median count a workload and variant, or why there is none."""
+    def median_count(row: Row, label: str, event: str) -> float | None:
+        counts = [r["perf"][event] for r in row.runs.get(label, []) if r.get("perf", {}).get(event) is not None]
+        return statistics.median(counts) if counts else None
+
+    text = ""
+    for event in filter(None, events.split(",")):
+        medians = [[median_count(row, v.label, event) for v in variants] for row in rows]
+        if all(m is None for line in medians for m in line):
+            text += f"\nperf stat: {event} is not supported on this machine (no such hardware counter in this VM)\n"
+            continue
+        lines = [[row.workload.name, *["-" if m is None else f"{m:.4g}" for m in line]] for row, line in zip(rows, medians)]
+        text += (f"\n{event} (perf stat -a, median of the runs)\n\n"
+                 + table(["workload", *[v.label for v in variants]], lines) + "\n")
+    return text
 
 
 def speedup(workload: Workload, value: float | None, baseline: float | None) -> float | None:
@@ -210,6 +263,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kernel-read-ahead", default="",
                         help="comma-separated KiB: the kernel's mmap also with the disk reading ahead that much, in the "
                         "same rounds (e.g. 128, the kernel's usual default)")
+    parser.add_argument("--perf", default="", metavar="EVENTS",
+                        help="count these perf events over each run (perf stat -a), e.g. dTLB-load-misses")
     parser.add_argument("--repeats", type=int, default=3, help="runs a variant; the median is reported")
     parser.add_argument("--headroom", default="16MiB", help="memory limit beyond buffer_size (both modes)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
@@ -251,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                     earlier = row.runs.setdefault(variant.label, [])
                     if any((r.get("error") or "").startswith("timed out") for r in earlier):
                         continue
-                    result = run_once(workload, variant, row.limit, args.timeout)
+                    result = run_once(workload, variant, row.limit, args.timeout, args.perf)
                     earlier.append(result)
                     raw.write(json.dumps(result) + "\n")
                     raw.flush()
@@ -272,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
               f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}; "
               f"(1 min) at the start of a run: at most {max(run_loads, default=0):.2f}.\n\n"
               f"Command: `python3 -m experiments.bench_workloads {' '.join(argv or sys.argv[1:])}`\n\n"
-              + table(header, lines) + "\n")
+              + table(header, lines) + "\n" + (perf_report(rows, variants, args.perf) if args.perf else ""))
     (out / "workloads.md").write_text(report)
     print(report)
     return 0

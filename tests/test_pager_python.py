@@ -35,7 +35,7 @@ def test_parameters_in_bytes_and_notation():
         assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
                                 "evict_high_water": 80, "evict_low_water": 40, "evict_retain": 30, "eviction": "s3fifo",
                                 "read_ahead": 2, "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1,
-                                "compression": "lz4"}
+                                "compression": "lz4", "huge_pages": "off"}
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
 

@@ -61,6 +61,8 @@ constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
 constexpr const char* kEvictionEnv = "UMAP_EVICTION";
 constexpr const char* kEvictionNames[] = {"fifo", "hotfifo", "s3fifo", "clock"};
+constexpr const char* kHugePagesEnv = "UMAP_HUGE_PAGES";
+constexpr const char* kHugePagesNames[] = {"off", "on", "auto"};
 // UMap's paper spells this one without the underscores; both are read.
 constexpr const char* kFaultEventsAlias = "UMAP_MAXFAULTEVENTS";
 
@@ -158,6 +160,15 @@ Eviction eviction_from_name(const std::string& name) {
                     "\" is not an eviction policy; allowed: fifo, hotfifo, s3fifo, clock");
 }
 
+const char* huge_pages_name(HugePages huge_pages) { return kHugePagesNames[static_cast<unsigned>(huge_pages)]; }
+
+HugePages huge_pages_from_name(const std::string& name) {
+  for (unsigned i = 0; i < sizeof kHugePagesNames / sizeof *kHugePagesNames; ++i)
+    if (strcasecmp(name.c_str(), kHugePagesNames[i]) == 0 || name == std::to_string(i)) return static_cast<HugePages>(i);
+  throw ConfigError(std::string("huge_pages (") + kHugePagesEnv + ") = \"" + name +
+                    "\" is not a choice; allowed: off, on, auto (or 0, 1, 2)");
+}
+
 const char* log_level_name(LogLevel level) { return kLogLevelNames[static_cast<unsigned>(level)]; }
 
 std::size_t system_page_size() { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
@@ -229,6 +240,8 @@ Config Config::from_environment(const Config& base) {
   read_log_level(&c.log_level);
   read_compression(&c.compression);
   if (const char* eviction = std::getenv(kEvictionEnv)) c.eviction = eviction_from_name(eviction);
+  if (const char* huge = std::getenv(kHugePagesEnv); huge != nullptr && *huge != '\0')
+    c.huge_pages = huge_pages_from_name(huge);
   c.validate();
   return c;
 }
@@ -269,6 +282,14 @@ void Config::validate() const {
   check_range(kMonitor, monitor_interval);
   if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))
     throw ConfigError("log_level (UMAP_LOG_LEVEL) out of range; allowed: ERROR, WARNING, INFO, DEBUG");
+  if (static_cast<unsigned>(huge_pages) >= sizeof kHugePagesNames / sizeof *kHugePagesNames)
+    throw ConfigError("huge_pages (UMAP_HUGE_PAGES) out of range; allowed: off, on, auto");
+  if (huge_pages == HugePages::kOn && page_size % kHugePageSize != 0)
+    throw ConfigError("huge_pages (UMAP_HUGE_PAGES) = on: page_size (UMAP_PAGESIZE) = " + std::to_string(page_size) +
+                      " is not a multiple of the huge page, 2097152 bytes; allowed: off, auto, or a page size of 2 MiB multiples");
+  if (huge_pages == HugePages::kOn && keep_writes)
+    throw ConfigError("huge_pages (UMAP_HUGE_PAGES) = on cannot keep writes through the process's death "
+                      "(keep_writes, UMAP_KEEP_WRITES = 1); allowed: one of them");
 }
 
 std::vector<ParameterLimits> parameter_limits() {
@@ -292,7 +313,8 @@ std::string Config::to_string() const {
       << ", \"max_fault_events\": " << max_fault_events << ", \"direct_io\": " << (direct_io ? 1 : 0)
       << ", \"keep_writes\": " << (keep_writes ? 1 : 0)
       << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)
-      << "\", \"compression\": \"" << compression_name(compression) << "\"}";
+      << "\", \"compression\": \"" << compression_name(compression) << "\""
+      << ", \"huge_pages\": \"" << huge_pages_name(huge_pages) << "\"}";
   return out.str();
 }
 

@@ -22,6 +22,7 @@
 #include "buffer.hpp"
 #include "evict.hpp"
 #include "filler_pool.hpp"
+#include "huge_pages.hpp"
 #include "keeper_link.hpp"
 #include "monitor.hpp"
 #include "page_memory.hpp"
@@ -64,7 +65,7 @@ class PagerImpl {
     log(LogLevel::kInfo, "pager started: " + config_.to_string() + "; the buffer holds " +
                              std::to_string(memory_.resident_pages) + " resident pages and " +
                              std::to_string(config_.fillers) + " fillers' " + std::to_string(memory_.read_slots) +
-                             " read slots each" +
+                             " read slots each" + (huge_pages_ ? "; regions in 2 MiB huge pages" : "") +
                              (memory_.run_slots > 0 ? " and " + std::to_string(memory_.run_slots) +
                                                           " for read-ahead runs of " +
                                                           std::to_string(memory_.run_pages) + " pages"
@@ -105,7 +106,9 @@ class PagerImpl {
       throw std::invalid_argument("a region of " + std::to_string(length) + " bytes is larger than any address space");
     // A region smaller than a page is one page of its own length: a large page over a small file
     // would otherwise cost the whole page in the buffer and in the fillers' staging.
-    const std::size_t page = std::min(config_.page_size, round_up(length, system_page_size()));
+    // Huge pages: the region's pages are whole huge pages (use_huge_pages: page_size is their multiple).
+    const std::size_t page =
+        std::min(config_.page_size, round_up(length, huge_pages_ ? kHugePageSize : system_page_size()));
     const std::size_t mapped = round_up(length, page);
     char* base = address != nullptr ? map_fixed(address, mapped, page, prot) : map_aligned(mapped, page, prot);
     std::unique_ptr<KeptMemory> kept;
@@ -115,7 +118,8 @@ class PagerImpl {
       munmap(base, mapped);
       throw;
     }
-    const bool track_writes = writable && (kept ? uffd_.has_shared_write_protect() : uffd_.has_write_protect());
+    const bool shared_or_huge = kept != nullptr || huge_pages_;
+    const bool track_writes = writable && (shared_or_huge ? uffd_.has_shared_write_protect() : uffd_.has_write_protect());
     const bool direct_io = store->direct_io();
     try {
       // A forked child must neither see the region (its pages would read as zeros there) nor reach
@@ -133,6 +137,7 @@ class PagerImpl {
                                           std::move(kept)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" +
+                             (huge_pages_ ? ", in 2 MiB huge pages" : "") +
                              (kept_writes ? ", its writes kept through the process's death" : "") +
                              (direct_io ? ", read and written with O_DIRECT" : ""));
     return base;
@@ -146,7 +151,7 @@ class PagerImpl {
                                           std::size_t page, std::size_t length, int prot) const {
     int fd = -1;
     std::uint64_t offset = 0;
-    if (!config_.keep_writes || !writable || !store.outlives_process() || !store.backing_file(fd, offset))
+    if (!config_.keep_writes || huge_pages_ || !writable || !store.outlives_process() || !store.backing_file(fd, offset))
       return nullptr;
     static std::atomic<bool> warned{false};
     std::string why;
@@ -375,7 +380,7 @@ class PagerImpl {
   }
 
  private:
-  static char* map_aligned(std::size_t mapped, std::size_t page, int prot) {
+  char* map_aligned(std::size_t mapped, std::size_t page, int prot) const {
     // Over-reserve by a page and trim, so that the region starts on a page boundary as UMap's do.
     const std::size_t slack = page - system_page_size();
     void* area = mmap(nullptr, mapped + slack, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -384,6 +389,12 @@ class PagerImpl {
     char* base = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(start), page));
     if (base > start) munmap(start, base - start);
     if (start + mapped + slack > base + mapped) munmap(base + mapped, start + mapped + slack - (base + mapped));
+    // Huge-page memory goes over the aligned range (reserved from no pool: the buffer bounds what it holds).
+    if (huge_pages_ && mmap(base, mapped, prot, region_memory_flags(true), -1, 0) == MAP_FAILED) {
+      const int err = errno;
+      munmap(base, mapped);
+      throw std::system_error(err, std::generic_category(), "mmap of the region's huge pages");
+    }
     return base;
   }
 
@@ -394,7 +405,7 @@ class PagerImpl {
     for (const RegionPtr& region : regions_.all())
       if (base < region->base + region->mapped_length() && region->base < base + mapped)
         throw std::invalid_argument("a fixed address range overlaps a region of this pager");
-    void* area = mmap(base, mapped, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    void* area = mmap(base, mapped, prot, region_memory_flags(huge_pages_), -1, 0);
     if (area == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the region");
     return base;
   }
@@ -413,6 +424,7 @@ class PagerImpl {
   const Config config_;
   const unsigned generation_ = fork_generation.load(std::memory_order_acquire);
   Userfaultfd uffd_;
+  const bool huge_pages_ = use_huge_pages(config_, memory_.resident_pages, uffd_);
   StatsCounters stats_;
   Buffer buffer_;
   Paging paging_;

@@ -151,7 +151,12 @@ bool Paging::finish(const RegionPtr& region_ptr, std::uint64_t page, const FillR
     stats_.fills.fetch_sub(1, std::memory_order_relaxed);
     stats_.reads.fetch_sub(1, std::memory_order_relaxed);
     stats_.bytes_read.fetch_sub(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
-    abandon_install_locked(region, page, err);
+    // No memory for the page (a huge-page pool that others emptied): the kernel's hugetlb fault is SIGBUS too,
+    // and trying again would only fault again.
+    if (err == ENOMEM && request.demand)
+      fail_fault_locked(region, page, request, err, "no memory could be had for it", HoldsSlot::kYes);
+    else
+      abandon_install_locked(region, page, err);
     return false;
   }
   buffer_.policy().on_fill(PageRef{region_ptr, page});

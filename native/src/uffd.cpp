@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -84,6 +85,14 @@ int run_to_end(int fd, unsigned long request, Args& args, __s64 Args::*done) {
   return 0;
 }
 
+// Whether a page is mapped at `address` (the system page holding it; a huge page maps all of its own).
+bool mapped(void* address) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  unsigned char present = 0;
+  void* start = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(address) / page * page);
+  return mincore(start, page, &present) != 0 || (present & 1) != 0;
+}
+
 }  // namespace
 
 Userfaultfd::Userfaultfd() {
@@ -129,7 +138,11 @@ int Userfaultfd::copy(void* dst, const void* src, std::size_t length, WriteProte
   args.src = reinterpret_cast<std::uint64_t>(src);
   args.len = length;
   args.mode = protect == WriteProtect::kYes ? UFFDIO_COPY_MODE_WP : 0;
-  return run_to_end(fd_, UFFDIO_COPY, args, &uffdio_copy::copy);
+  const int err = run_to_end(fd_, UFFDIO_COPY, args, &uffdio_copy::copy);
+  // On hugetlb memory the kernel answers EEXIST also when no huge page could be allocated (seen on Linux 6.18):
+  // where nothing is mapped at the address it stopped at, nothing was there.
+  if (err == EEXIST && !mapped(reinterpret_cast<void*>(args.dst + (args.copy > 0 ? args.copy : 0)))) return ENOMEM;
+  return err;
 }
 
 int Userfaultfd::move(void* dst, void* src, std::size_t length) {

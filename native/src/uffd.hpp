@@ -74,7 +74,8 @@ class Userfaultfd {
   void unregister_range(void* base, std::size_t length);
 
   // Installs `length` bytes from `src` at `dst` and wakes the threads waiting there; read-only when
-  // `protect` is WriteProtect::kYes. Returns 0, or the errno (EEXIST: the page is already there).
+  // `protect` is WriteProtect::kYes. Returns 0, or the errno (EEXIST: the page is already there; ENOMEM: no
+  // memory for it, a huge page pool empty).
   int copy(void* dst, const void* src, std::size_t length, WriteProtect protect);
   // Sets (kYes) or clears (kNo) write-protect on a resident range; clearing wakes the threads waiting on it.
   int write_protect(void* base, std::size_t length, WriteProtect protect);

@@ -34,6 +34,17 @@ enum class Eviction : unsigned {
   kClock = 3,    // CLOCK: a second chance for pages referenced since the hand passed (refaults, first writes)
 };
 
+// Whether regions' page memory comes from 2 MiB huge pages (UMAP_HUGE_PAGES; huge_pages.hpp, docs/DESIGN.md
+// "Huge pages").
+enum class HugePages : unsigned {
+  kOff = 0,   // the system's pages
+  kOn = 1,    // huge pages, or the pager refuses to start (page size, pool, kernel)
+  kAuto = 2,  // huge pages where the page size is a multiple of 2 MiB and the pool and the kernel allow, else off
+};
+
+// The huge page that huge_pages maps regions with (MAP_HUGE_2MB).
+inline constexpr std::size_t kHugePageSize = std::size_t{2} << 20;
+
 struct Config {
   std::size_t page_size = 0;        // bytes an isolated fault reads; a multiple of the system page (page_size_for_buffer)
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
@@ -57,6 +68,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarning;
   Compression compression = Compression::none;  // pages of NBD stores the front ends open, per page of
                                                 // page_size (make_compressed_store); UMAP_COMPRESSION
+  HugePages huge_pages = HugePages::kOff;  // regions' page memory in 2 MiB huge pages (huge_pages.hpp)
 
   // A buffer of 80% of the memory this process can still use (available memory, bounded by its memory
   // cgroup's limit less the cgroup's usage) in pages of page_size_for_buffer(those bytes); the threads,
@@ -82,6 +94,10 @@ std::size_t system_page_size();
 // buffer would hold more than 4 Mi pages (16 GiB of 4 KiB pages), which bounds the per-page bookkeeping.
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
+
+const char* huge_pages_name(HugePages huge_pages);
+// off, on or auto (any case; or 0, 1, 2); throws ConfigError naming UMAP_HUGE_PAGES otherwise.
+HugePages huge_pages_from_name(const std::string& name);
 
 const char* eviction_name(Eviction eviction);
 // The policy named (fifo, hotfifo, s3fifo, clock; any case); throws ConfigError naming UMAP_EVICTION otherwise.

@@ -198,30 +198,33 @@ std::vector<ServedMappings::Served*> ServedMappings::overlapping_locked(const ch
 }
 
 bool ServedMappings::map_over_with_kernel(const Served& served) const {
+  // The kernel's mapping covers the region's whole range first and is trimmed after: a range of huge pages
+  // (huge_pages) can be replaced or cut only at huge-page boundaries, the span ends on any system page.
+  const std::size_t whole = served.mapped;
   void* at;
   if (served.private_writes) {
     // The file (a heap mapping: zeros) mapped privately elsewhere, the pages written copied into it, then moved over the
     // range at once: no thread sees the file's bytes where it wrote its own.
-    void* copy = served.fd < 0 ? kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                               : kernel().mmap(nullptr, served.span, PROT_READ | PROT_WRITE, MAP_PRIVATE, served.fd, served.offset);
+    void* copy = served.fd < 0 ? kernel().mmap(nullptr, whole, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                               : kernel().mmap(nullptr, whole, PROT_READ | PROT_WRITE, MAP_PRIVATE, served.fd, served.offset);
     if (copy == MAP_FAILED) return false;
     for (const auto& [begin, end] : served.private_writes->written_ranges()) {
       const std::uint64_t stop = std::min<std::uint64_t>(end, served.span);
       if (begin < stop &&
           served.private_writes->read(static_cast<char*>(copy) + begin, stop - begin, begin) < 0) {
-        kernel().munmap(copy, served.span);
+        kernel().munmap(copy, whole);
         return false;
       }
     }
-    if (served.prot != (PROT_READ | PROT_WRITE)) kernel().mprotect(copy, served.span, served.prot);
-    at = kernel().mremap(copy, served.span, served.span, MREMAP_MAYMOVE | MREMAP_FIXED, served.base);
-    if (at == MAP_FAILED) kernel().munmap(copy, served.span);
+    if (served.prot != (PROT_READ | PROT_WRITE)) kernel().mprotect(copy, whole, served.prot);
+    at = kernel().mremap(copy, whole, whole, MREMAP_MAYMOVE | MREMAP_FIXED, served.base);
+    if (at == MAP_FAILED) kernel().munmap(copy, whole);
   } else {
-    at = kernel().mmap(served.base, served.span, served.prot, (served.shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED,
+    at = kernel().mmap(served.base, whole, served.prot, (served.shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED,
                        served.fd, served.offset);
   }
   if (at == MAP_FAILED) return false;
-  if (served.mapped > served.span) kernel().munmap(served.base + served.span, served.mapped - served.span);
+  if (whole > served.span) kernel().munmap(served.base + served.span, whole - served.span);
   return true;
 }
 

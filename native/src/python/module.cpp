@@ -104,6 +104,10 @@ void bind_config(py::module_& m) {
               throw py::value_error("compression='" + name + "' is not a compression; allowed: none, lz4, zstd");
           },
           "none, lz4 or zstd: how the pages of NBD stores are stored (open_nbd_store)")
+      .def_property(
+          "huge_pages", [](const Config& c) { return std::string(huge_pages_name(c.huge_pages)); },
+          [](Config& c, const std::string& name) { c.huge_pages = huge_pages_from_name(name); },
+          "off, on or auto: regions' page memory in 2 MiB huge pages (ValueError naming UMAP_HUGE_PAGES otherwise)")
       .def("validate", &Config::validate, "Raises ValueError naming a value out of range.")
       .def("buffer_bytes", &Config::buffer_bytes)
       .def("__repr__", &Config::to_string);
