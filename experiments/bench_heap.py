@@ -1,6 +1,6 @@
 """The heap extension against the kernel's swap: workloads/numpy_heap.py, arrays four times its memory limit.
 
-Two ways of running the same unmodified program in the same memory cgroup (autopager.memory_limit):
+Two ways of running the same unmodified program in the same memory cgroup (autopager.run.memory_limit):
   exec heap=DIR   `autopager exec heap=DIR` at the defaults: the pager serves its arrays from scratch files in DIR
   kernel swap     the program bare, swapping to a swap file in DIR (same disk): xmap's baseline
 in interleaved rounds (the order turned each round), medians of the rounds. The swap file is made with
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-from autopager.memory_limit import MemoryLimit
-from autopager.params import format_size, parse_size
+from autopager.run.memory_limit import MemoryLimit
+from autopager.parameters import format_size, parse_size
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
@@ -61,7 +61,7 @@ def swap_file(path: Path, size: int) -> Iterator[None]:
 def run_once(way: str, args: argparse.Namespace, limit_bytes: int) -> dict:
     program = [sys.executable, str(PROGRAM), "--size-mib", str(args.size >> 20), "--updates", str(args.updates)]
     if way == "exec heap":
-        argv = [sys.executable, "-m", "autopager.cli", "exec", f"heap={args.dir}", "--", *program]
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={args.dir}", "--", *program]
     else:
         argv = program
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}

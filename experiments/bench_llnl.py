@@ -42,11 +42,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autopager import _native  # noqa: E402
-from autopager.machine import bytes_read_from_disk, cpu_model, memory_bytes, read_ahead_of_disk, storage  # noqa: E402
-from autopager.memory_limit import MemoryLimit  # noqa: E402
-from autopager.page_cache import drop_page_cache  # noqa: E402
-from autopager.params import ENV_VARS, format_size, parse_size  # noqa: E402
-from autopager.workloads import locate_bin  # noqa: E402
+from autopager.machine import cpu_model, memory_bytes  # noqa: E402
+from autopager.run.disk import bytes_read_from_disk, read_ahead_of_disk, storage  # noqa: E402
+from autopager.run.memory_limit import MemoryLimit  # noqa: E402
+from autopager.run.page_cache import drop_page_cache  # noqa: E402
+from autopager.parameters import ENV_VARS, format_size, parse_size  # noqa: E402
+from autopager.run.workloads import locate_bin  # noqa: E402
 from llnl_build import add_source_arguments, llnl_prefix, without_shared_umap  # noqa: E402
 
 KERNEL = "mmap"

@@ -31,11 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autopager.cli import compose  # noqa: E402
-from autopager.confirmation import in_turn  # noqa: E402
-from autopager.nbdkit import Nbdkit  # noqa: E402
-from autopager.params import COMPRESSIONS, to_environment  # noqa: E402
-from autopager.workloads import Workload  # noqa: E402
+from autopager.tuner.config import compose  # noqa: E402
+from autopager.run.rounds import in_turn  # noqa: E402
+from autopager.run.nbdkit import Nbdkit  # noqa: E402
+from autopager.parameters import COMPRESSIONS, to_environment  # noqa: E402
+from autopager.run.workloads import Workload  # noqa: E402
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter

@@ -42,8 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from autopager.memory_limit import MemoryLimit  # noqa: E402
-from autopager.page_cache import drop_page_cache  # noqa: E402
+from autopager.run.memory_limit import MemoryLimit  # noqa: E402
+from autopager.run.page_cache import drop_page_cache  # noqa: E402
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 # Targets of issue 2, "What it must reach".

@@ -34,14 +34,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from autopager.cli import compose  # noqa: E402
-from autopager.memory_limit import pager_memory  # noqa: E402
-from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
-from autopager.confirmation import in_turn  # noqa: E402
+from autopager.tuner.config import compose  # noqa: E402
+from autopager.run.memory_limit import pager_memory  # noqa: E402
+from autopager.parameters import CATEGORIES, PARAMETERS, format_size, parse_size  # noqa: E402
+from autopager.run.rounds import in_turn  # noqa: E402
 from autopager.exec import environment_with  # noqa: E402
-from autopager.machine import read_ahead_of_disk, storage  # noqa: E402
-from autopager.runner import Measurement, Runner  # noqa: E402
-from autopager.workloads import Workload  # noqa: E402
+from autopager.run.disk import read_ahead_of_disk, storage  # noqa: E402
+from autopager.run.runner import Measurement, Runner  # noqa: E402
+from autopager.run.workloads import Workload  # noqa: E402
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
              "numpy_gather")

@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from autopager.params import format_size, parse_size  # noqa: E402
+from autopager.parameters import format_size, parse_size  # noqa: E402
 
 UNREACHED = np.iinfo(np.uint16).max
 

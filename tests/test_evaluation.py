@@ -34,9 +34,9 @@ from evaluation.real_report import (ax_over_seeds, ax_versus_grid, llnl_rounds, 
 from evaluation.rounds import same_round_ratios  # noqa: E402
 from evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner  # noqa: E402
 from evaluation.studies import OPTIMIZER_STEP, Places, compose_workload, study_overrides  # noqa: E402
-from autopager.analysis import load_study, runs  # noqa: E402
-from autopager.machine import read_ahead_file  # noqa: E402
-from autopager.progress import speedup  # noqa: E402
+from autopager.analysis.result import load_study, runs  # noqa: E402
+from autopager.run.disk import read_ahead_file  # noqa: E402
+from autopager.run.goal import speedup  # noqa: E402
 
 WORKLOADS = ("kv_readseq", "bfs")  # one metric to maximize, one to minimize
 METHODS = {SMALL: {"default", "mmap", "pagesize", "grid", "ax", "coordinate", "random"},

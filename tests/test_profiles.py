@@ -8,11 +8,11 @@ import sys
 import pytest
 import yaml
 
-from autopager.cli import main
+from autopager.cli.main import main
 from autopager.errors import ConfigError
 from autopager.profiles import (ProfileError, find_profile, list_profiles, load_profile, machine_key,
                                 save_profile, this_machine)
-from autopager.workloads import PACKAGE
+from autopager.run.workloads import PACKAGE
 
 
 def record(value, machine=None, size=16, date=None, **params):

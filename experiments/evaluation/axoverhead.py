@@ -1,6 +1,6 @@
 """Ax's own time a trial on this machine, without the workload: the tuner's Ax strategy proposes a study's
 trials over the comparison's space (sort's, ``configs/space/comparison.yaml``) and is told at once the cost the
-synthetic workload's model gives each proposal (``autopager/synthetic.py``); each ask (a Sobol draw, or a model
+synthetic workload's model gives each proposal (``autopager/run/synthetic.py``); each ask (a Sobol draw, or a model
 fit and the acquisition's optimization) is timed, and so is the first strategy's construction (Ax's import).
 
 Variants: Ax out of the box (its acquisition optimizer's defaults, torch with a thread a core), the same with
@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from autopager.cli import compose
-from autopager.space import Space
-from autopager.synthetic import cost
+from autopager.tuner.config import compose
+from autopager.tuner.space import Space
+from autopager.run.synthetic import cost
 from evaluation import markdown as md
 from evaluation.comparison import SCALE, SIZES, SPACE
 
@@ -48,7 +48,7 @@ def metric(params: dict) -> float:
 def measure_once(variant: str, seed: int) -> list[dict]:
     space, settings = space_and_settings(variant)
     start = time.perf_counter()
-    from autopager.strategies.ax import AxStrategy
+    from autopager.tuner.strategies.ax import AxStrategy
     strategy = AxStrategy(space, "minimize", settings, seed)
     imported = time.perf_counter() - start
     strategy.tell(space.defaults, metric(space.defaults))

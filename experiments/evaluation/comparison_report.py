@@ -17,14 +17,14 @@ from typing import Any
 
 import pandas as pd
 
-from autopager.progress import speedup
-from autopager.space import show
+from autopager.run.goal import speedup
+from autopager.parameters import show
 from evaluation import markdown as md
 from evaluation.comparison import SCALE, SPACE, confirmation
-from autopager.machine import describe
+from autopager.analysis.machine_table import describe
 from evaluation.plan import Plan
 from evaluation.studies import OPTIMIZER_STEP, TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places
-from autopager.analysis import StudyResult, load_study
+from autopager.analysis.result import StudyResult, load_study
 
 TARGET_SPEEDUP, TARGET_NEAR_GRID, TARGET_TIME_SHARE = 2.0, 1 / 1.1, 0.2
 SHOWN = ("page_size", "fillers", "evictors", "read_ahead")

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from autopager.params import PARAMETERS
-from autopager.progress import speedup
+from autopager.parameters import PARAMETERS
+from autopager.run.goal import speedup
 from evaluation.kernel import load_kernel
 from evaluation.plan import CONFIRM, LARGE, SMALL, TRANSFER, Plan
 from evaluation.studies import Places
-from autopager.analysis import StudyResult, load_study
+from autopager.analysis.result import StudyResult, load_study
 
 SEARCHES = ("default", "pagesize", "grid", "ax", "coordinate", "random")
 METHODS = ("default", "mmap", *SEARCHES[1:], TRANSFER)

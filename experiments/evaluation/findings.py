@@ -15,7 +15,7 @@ from evaluation.plan import AX_BY_SEED, LARGE, SHORTEST_RUN_SECONDS, SMALL, TRAN
 from evaluation.real_figures import KERNELS, against, finished, tuned_parts
 from evaluation.rounds import TUNED, same_round_ratios
 from evaluation.studies import Places
-from autopager.analysis import load_study
+from autopager.analysis.result import load_study
 
 WORTH_IT = 1.10       # a tuned speedup below this is within the noise of one run here
 HOLDS_UP = 0.85       # a confirmed speedup below this fraction of the best-found one did not hold up

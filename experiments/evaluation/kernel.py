@@ -1,11 +1,11 @@
 """The system baseline: a workload on the kernel's mmap (its ``mmap_command``) in a memory cgroup.
 
-It is the tuner's own kernel-mmap baseline (``baseline.mmap=true``, autopager/kernel_mmap.py), run apart from the
+It is the tuner's own kernel-mmap baseline (``baseline.mmap=true``, autopager/run/kernel_mmap.py), run apart from the
 studies with the evaluation's repeats: the cgroup's limit is the one the pager's trials run under (the pager's
 buffer, its pages' bookkeeping and what any run of the program uses beside its data, and the page tables of
 the data), and the page cache is dropped before each run. The
 result is kept as ``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it). A spec with a
-read-ahead runs with the data's disk set to it (``autopager.machine.read_ahead_of_disk``, restored after), kept as
+read-ahead runs with the data's disk set to it (``autopager.run.disk.read_ahead_of_disk``, restored after), kept as
 ``<workload>-ra<KiB>.json``; every record states the disk's read-ahead its runs had.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autopager.kernel_mmap import mmap_runner
-from autopager.machine import read_ahead_file, read_ahead_of_disk
-from autopager.memory_limit import run_limit
-from autopager.params import format_size
-from autopager.workloads import Workload
+from autopager.run.kernel_mmap import mmap_runner
+from autopager.run.disk import read_ahead_file, read_ahead_of_disk
+from autopager.run.memory_limit import run_limit
+from autopager.parameters import format_size
+from autopager.run.workloads import Workload
 from evaluation.plan import KernelSpec, Plan
 from evaluation.studies import Places, compose_workload, prepare, runner_overrides, workload_overrides
 

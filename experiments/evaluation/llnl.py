@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import bench_llnl
-from autopager.confirmation import in_turn
-from autopager.params import parse_size
+from autopager.run.rounds import in_turn
+from autopager.parameters import parse_size
 from evaluation.plan import LLNL_PAGE_SIZES, MEMORY, LlnlSpec, Plan
 from evaluation.rounds import TUNED, same_round_ratios
 from evaluation.studies import Places

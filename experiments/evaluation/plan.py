@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autopager.params import format_size, parse_size
+from autopager.parameters import format_size, parse_size
 
 SMALL, LARGE, MEMORY = "small", "large", "memory"
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "lookup")

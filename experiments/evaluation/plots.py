@@ -12,10 +12,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from autopager.progress import speedup  # noqa: E402
+from autopager.run.goal import speedup  # noqa: E402
 from evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, SMALL, TRANSFER, Plan  # noqa: E402
 from evaluation.studies import Places  # noqa: E402
-from autopager.analysis import StudyResult, load_study  # noqa: E402
+from autopager.analysis.result import StudyResult, load_study  # noqa: E402
 
 BARS = {SMALL: ("pagesize", "grid", "ax", "mmap"), LARGE: ("pagesize", "ax", TRANSFER, "mmap")}
 LABELS = {"pagesize": "page size only", "grid": "grid (restricted)", "ax": "Ax", "mmap": "kernel mmap",

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from autopager.analysis import StudyResult, load_study, runs
-from autopager.goal import Goal
+from autopager.analysis.result import StudyResult, load_study, runs
+from autopager.run.goal import Goal
 from evaluation import markdown as md
 from evaluation.kernel import load_kernel
 from evaluation.llnl import load_llnl

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from autopager.machine import describe
-from autopager.params import format_size
+from autopager.analysis.machine_table import describe
+from autopager.parameters import format_size
 from evaluation import markdown as md
 from evaluation.findings import real_findings
 from evaluation.llnl import LLNL, OURS_DEFAULT, load_llnl, ours_over_llnl

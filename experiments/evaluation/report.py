@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from autopager.cli import compose
-from autopager.memory_limit import pager_memory
-from autopager.params import format_size
-from autopager.space import show
-from autopager.workloads import Workload
+from autopager.tuner.config import compose
+from autopager.run.memory_limit import pager_memory
+from autopager.parameters import format_size
+from autopager.parameters import show
+from autopager.run.workloads import Workload
 from evaluation import markdown as md
 from evaluation.figures import CONFIRMED, collect, defaults_spread
 from evaluation.findings import findings
-from autopager.machine import describe
+from autopager.analysis.machine_table import describe
 from evaluation.plan import LARGE, SMALL, TRANSFER, Plan, Size
 from evaluation.plots import LABELS, plot_convergence, plot_speedups
 from evaluation.studies import TIMEOUT_FACTOR, TIMEOUT_FLOOR, Places, paper_grid_size, workload_overrides

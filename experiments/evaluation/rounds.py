@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from autopager.goal import Goal
+from autopager.run.goal import Goal
 
 TUNED = "tuned"
 

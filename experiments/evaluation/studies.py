@@ -1,11 +1,11 @@
-"""Runs one study of the evaluation through the tuner's own API (``autopager.cli.compose`` and ``Study``).
+"""Runs one study of the evaluation through the tuner's own API (``autopager.tuner.config.compose`` and ``Study``).
 
 A study is resumable: running the evaluation again continues each study where it stopped, and a finished
 one only replays its table. A search study is done only once its confirmation is recorded (``unfinished``): a step
 cut short is logged as ``interrupted``, one that ended with nothing confirmed as ``incomplete``, never ``ok``. The workload's data is generated here, once a process, before the study runs,
 and the study is given no preparation step (the tuner would run it again at every study).
 Every trial runs in a memory cgroup of the pager's memory (``runner.memory_limit=auto``: the buffer and its pages'
-bookkeeping, the program's own arrays, a headroom and the page tables of the data; autopager/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
+bookkeeping, the program's own arrays, a headroom and the page tables of the data; autopager/run/memory_limit.py), as the kernel's mmap does (evaluation/kernel.py).
 The full and quick plans keep the evaluation's old protocol (``RUNNER``); the real plan runs on the tuner's own
 (``TUNER_RUNNER``: capping, noise runs and the confirmation at their configured defaults).
 """
@@ -18,13 +18,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from autopager.cli import compose
+from autopager.tuner.config import compose
 from autopager.errors import StudyError
-from autopager.space import Space
-from autopager.study import Study
-from autopager.workloads import Workload
+from autopager.tuner.space import Space
+from autopager.tuner.study import Study
+from autopager.run.workloads import Workload
 from evaluation.plan import SMALL, Plan, Size, StudySpec
-from autopager.analysis import load_study
+from autopager.analysis.result import load_study
+from autopager.analysis.summary import write_summary
 
 TIMEOUT_FACTOR, TIMEOUT_FLOOR = 4, 5  # a bad trial costs at most 4x the defaults' time (5 s at least)
 # the evaluation's protocol predates the tuner's capping, noise runs and confirmation (it confirms in rounds of
@@ -136,7 +137,7 @@ def run_study(spec: StudySpec, plan: Plan, places: Places, prepared: set[tuple[s
         raise StudyError(f"generating the data of {spec.workload} failed: {error}") from None
     with open_dict(config):
         config.workload.prepare = None
-    Study(config, space_name=choices.get("space", "default")).run()
+    Study(config, space_name=choices.get("space", "default"), write_summary=write_summary).run()
 
 
 def unfinished(spec: StudySpec, places: Places) -> str | None:
@@ -151,6 +152,6 @@ def load_optimizer() -> None:
     evaluation logs the import's own time as a step); and one thread for torch (Ax's model fits): on a loaded
     two-core machine its default of one thread a core made each Bayesian step take 20 s instead of 2 s."""
     import torch
-    import autopager.strategies.ax  # noqa: F401
+    import autopager.tuner.strategies.ax  # noqa: F401
     from ax import Client  # noqa: F401
     torch.set_num_threads(1)
