@@ -20,20 +20,16 @@ def loaded_extras(code: str) -> list[str]:
     return sorted(set(json.loads(done.stdout.splitlines()[-1])) & set(EXTRAS))
 
 
-def test_the_array_api_loads_no_extra(tmp_path):
+def test_the_array_api_exec_and_profile_load_no_extra(tmp_path):
     path = tmp_path / "data.bin"
     np.arange(1024, dtype=np.float64).tofile(path)
-    code = (f"import autopager, numpy as np\n"
+    code = (f"import autopager, contextlib, io, numpy as np\n"
             f"a = autopager.memmap({str(path)!r}, dtype=np.float64, mode='r')\n"
             f"assert a.sum() == {float(np.arange(1024).sum())!r}\n"
-            f"with autopager.Pager(page_size='64KiB', buffer_size='1MiB') as pager: pass\n")
-    assert loaded_extras(code) == []
-
-
-def test_exec_and_profile_load_no_extra(tmp_path):
-    code = ("import contextlib, io\nfrom autopager.cli.main import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    assert main(['exec', '--help']) == 0\n"
+            f"with autopager.Pager(page_size='64KiB', buffer_size='1MiB') as pager: pass\n"
+            f"from autopager.cli.main import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    assert main(['exec', '--help']) == 0\n"
             f"    assert main(['profile', 'list', 'profile_dir={tmp_path}']) == 0\n")
     assert loaded_extras(code) == []
 

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from autopager.analysis.markdown import table
 from autopager.analysis.result import StudyResult, ax_importance, load_study, runs, trial_importance
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size, show, show_params, typed
@@ -122,11 +123,8 @@ def plot_mmap(study: StudyResult, comparison: pd.DataFrame):
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    def cell(value) -> str:
-        return f"{value:.4g}" if isinstance(value, float) else str(value)
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines)
+    return table(frame.columns, [[f"{value:.4g}" if isinstance(value, float) else value for value in row]
+                                 for row in frame.itertuples(index=False)])
 
 
 def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:

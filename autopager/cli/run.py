@@ -73,7 +73,7 @@ def plan_run(config: DictConfig, choices: Mapping[str, str] | None = None) -> Ru
     if mismatch and other_data == "refuse":
         raise ConfigError(f"{mismatch} (run.other_data=refuse; run.other_data=warn applies it anyway)")
     params = {**defaults, **profile.tuned_params} if profile else defaults
-    timeout = float(config.runner.timeout or workload.timeout or config.runner.first_timeout)
+    timeout = runner.settings.run_timeout(workload.timeout, None)
     return RunPlan(workload, runner, defaults, profile, params, mismatch, rounds, timeout)
 
 
@@ -92,9 +92,7 @@ def run_job(config: DictConfig, choices: Mapping[str, str]) -> int:
               f"(run.other_data=refuse refuses such a profile)", file=sys.stderr)
     label = f"profile {profile.name}" if profile else "the defaults (no profile yet)"
     print(f"running {workload.name} with {label}: {show_params(plan.params)}", flush=True)
-    prepared = plan.runner.prepare()
-    if not prepared.ok:
-        raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}".rstrip())
+    plan.runner.prepare_or_fail()
 
     checksum: str | None = None  # the first run's, which validated its answer in full: the later runs must print it
 

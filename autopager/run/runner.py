@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from autopager.errors import ConfigError
+from autopager.errors import ConfigError, StudyError
 from autopager.parameters import ENV_VARS, to_environment
 from autopager.run.goal import Goal
 from autopager.run.memory_limit import MemoryLimit, memory_cgroup, run_limit, run_memory_limit
@@ -243,6 +243,13 @@ class Runner:
         """Run the workload's preparation (data generation) once, untimed and without paging parameters."""
         argv = self.workload.prepare_argv()
         return self._execute(argv, environment({}), timeout=None)[0] if argv else Measurement(ok=True)
+
+    def prepare_or_fail(self) -> None:
+        """``prepare``, for what cannot go on without the data (a study, `autopager run`): a failure is a StudyError
+        with the preparation's error and the tail of its stderr."""
+        prepared = self.prepare()
+        if not prepared.ok:
+            raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail or ''}".rstrip())
 
     def measure(self, params: Mapping[str, Any], timeout: float, cap: float | None = None,
                 runs: int | None = None, checksum: str | None = None) -> Measurement:

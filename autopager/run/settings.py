@@ -77,6 +77,17 @@ class RunnerSettings:
                    cap_floor=number(config, "runner.cap_floor", 0),
                    defaults_timeout=number(config, "runner.defaults_timeout", 0, above=True, optional=True))
 
+    def run_timeout(self, workload_timeout: float | None, reference_seconds: float | None) -> float:
+        """The one timeout rule: runner.timeout if given, else the workload's own, else timeout_factor x one run of
+        the reference (the defaults', at least timeout_floor), or first_timeout before the reference has run."""
+        if self.timeout is not None:
+            return self.timeout
+        if workload_timeout is not None:
+            return float(workload_timeout)
+        if reference_seconds is None:
+            return self.first_timeout
+        return max(self.timeout_floor, self.timeout_factor * reference_seconds)
+
 
 @dataclass(frozen=True)
 class NoiseSettings:

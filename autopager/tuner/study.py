@@ -194,9 +194,7 @@ class Study:
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
         if self.workload.prepare:
             self.progress.print("preparing the workload (its data is reused when complete)...")
-        prepared = self.runner.prepare()
-        if not prepared.ok:
-            raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail}")
+        self.runner.prepare_or_fail()
 
     def launch_defaults(self) -> InFlight | dict[str, Any] | None:
         """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running

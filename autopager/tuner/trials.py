@@ -88,14 +88,8 @@ class Trials:
         return default["wall_seconds"], True
 
     def timeout(self, default: Mapping[str, Any] | None) -> float:
-        runner = self.settings.runner
-        if runner.timeout is not None:
-            return runner.timeout
-        if self.workload.timeout is not None:
-            return float(self.workload.timeout)
-        if default is None:
-            return runner.first_timeout
-        return max(runner.timeout_floor, runner.timeout_factor * run_seconds(default))
+        """A trial's timeout, from a run of the defaults' first trial (``default``; None before it has run)."""
+        return self.settings.runner.run_timeout(self.workload.timeout, None if default is None else run_seconds(default))
 
     def cap_seconds(self, reference: Mapping[str, Any] | None) -> float | None:
         """Where a run stops as capped: runner.cap x a run of ``reference`` (the incumbent), at least cap_floor."""

@@ -2,13 +2,9 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any
 
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("-" if cell is None else str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+from autopager.analysis.markdown import table  # noqa: F401  (md.table: the package's one writer)
 
 
 def missing(value: Any) -> bool:
