@@ -10,8 +10,8 @@ The array API mirrors numpy.memmap::
         x = pager.memmap("x.bin", dtype=np.float32, mode="r+")
         y = pager.empty(x.shape, np.float32)          # scratch, may exceed memory
 
-The native module is loaded on first use of these names, so the tuner's modules (autopager.params,
-autopager.cli, ...) import without it.
+The native module is loaded on first use of these names, so the tuner's modules (autopager.parameters,
+autopager.cli.main, ...) import without it.
 """
 from __future__ import annotations
 

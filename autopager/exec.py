@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from autopager.errors import ConfigError
-from autopager.params import PARAMETERS, parse_size, to_environment
+from autopager.parameters import PARAMETERS, parse_size, to_environment
+from autopager.profiles import default_profile_dir, find_profile
 
 LIBRARY = "libautopager_preload.so"
 PACKAGE = Path(__file__).resolve().parent
@@ -118,7 +119,6 @@ def parse(args: Sequence[str]) -> tuple[dict[str, str], list[str]]:
             raise ConfigError(f"exec: unknown setting {key!r}; the parameters are {', '.join(PARAMETERS)}, "
                               f"and {', '.join(SETTINGS)}, profile, profile_dir or a UMAP_* variable")
     if profile:
-        from autopager.profiles import default_profile_dir, find_profile
         found = find_profile(profile, Path(profile_dir).expanduser() if profile_dir else default_profile_dir())
         params = {**found.tuned_params, **params}
     try:

@@ -16,7 +16,8 @@ import numpy as np
 from autopager import _native
 from autopager.array import (ArrayPlan, PagedArray, PathLike, ShapeLike, map_array, plan_memmap_array,
                              plan_scratch_array)
-from autopager.params import ENV_VARS, PARAMETERS, check_params
+from autopager.parameters import ENV_VARS, PARAMETERS, check_params
+from autopager.profiles import load_profile
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -266,6 +267,4 @@ def _page_size_in_environment() -> bool:
 def _profile_parameters(profile: ProfileLike) -> Mapping[str, Any]:
     if isinstance(profile, Mapping):
         return profile
-    from autopager.profiles import load_profile  # the tuner's module, only needed here
-
     return load_profile(profile)

@@ -36,8 +36,7 @@ import yaml
 
 from autopager.errors import ConfigError
 from autopager.machine import this_machine
-from autopager.params import PARAMETERS, check_params, format_size, parse_size
-from autopager.space import parse_value
+from autopager.parameters import PARAMETERS, check_params, format_size, parse_size, parse_value
 
 SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run")
 SUFFIX = ".yaml"

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-from autopager.memory_limit import MemoryLimit
-from autopager.params import format_size, parse_size
+from autopager.run.memory_limit import MemoryLimit
+from autopager.parameters import format_size, parse_size
 from experiments import REPO, RESULTS, pythonpath_with_repo
 from experiments.markdown import table as md_table
 
@@ -62,7 +62,7 @@ def swap_file(path: Path, size: int) -> Iterator[None]:
 def run_once(way: str, args: argparse.Namespace, limit_bytes: int) -> dict:
     program = [sys.executable, str(PROGRAM), "--size-mib", str(args.size >> 20), "--updates", str(args.updates)]
     if way == "exec heap":
-        argv = [sys.executable, "-m", "autopager.cli", "exec", f"heap={args.dir}", "--", *program]
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={args.dir}", "--", *program]
     else:
         argv = program
     env = {**os.environ, "PYTHONPATH": pythonpath_with_repo()}

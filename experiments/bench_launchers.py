@@ -41,7 +41,7 @@ STUDY = ["workload=synthetic", "runner.page_cache=evict", "strategy=ax", "space=
 
 def tune(address: str, workers: int, seed: int, args: argparse.Namespace, home: Path) -> dict:
     name = f"w{workers}-s{seed}"
-    command = [sys.executable, "-m", "autopager.cli", "tune", *STUDY, f"workload.size={args.size}",
+    command = [sys.executable, "-m", "autopager.cli.main", "tune", *STUDY, f"workload.size={args.size}",
                f"seed={seed}", f"budget.trials={args.trials}", f"strategy.initialization_trials={args.initialization}",
                "launcher=ray", f"launcher.address={address}", f"launcher.workers={workers}", f"study.name={name}",
                f"study.root={home / 'outputs'}", f"profile_dir={home / 'profiles'}", f"data_dir={home / 'data'}"]

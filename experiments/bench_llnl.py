@@ -39,11 +39,12 @@ from typing import Callable
 import numpy as np
 
 from autopager import _native
-from autopager.machine import bytes_read_from_disk, cpu_model, memory_bytes, read_ahead_of_disk, storage
-from autopager.memory_limit import MemoryLimit
-from autopager.page_cache import drop_page_cache
-from autopager.params import ENV_VARS, format_size, parse_size
-from autopager.workloads import locate_bin
+from autopager.run.disk import bytes_read_from_disk, read_ahead_of_disk, storage
+from autopager.machine import cpu_model, memory_bytes
+from autopager.run.memory_limit import MemoryLimit
+from autopager.run.page_cache import drop_page_cache
+from autopager.parameters import ENV_VARS, format_size, parse_size
+from autopager.run.workloads import locate_bin
 from experiments import REPO, RESULTS
 from experiments.llnl_build import add_source_arguments, llnl_prefix, without_shared_umap
 from experiments.markdown import table

@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autopager.hydra_app import compose
-from autopager.confirmation import in_turn
-from autopager.nbdkit import Nbdkit
-from autopager.params import COMPRESSIONS, to_environment
-from autopager.workloads import Workload
+from autopager.tuner.config import compose
+from autopager.run.rounds import in_turn
+from autopager.run.nbdkit import Nbdkit
+from autopager.parameters import COMPRESSIONS, to_environment
+from autopager.run.workloads import Workload
 from experiments import RESULTS
 from experiments.markdown import table
 

@@ -29,8 +29,8 @@ from typing import Callable, Optional
 import numpy as np
 
 import autopager
-from autopager.page_cache import drop_page_cache
-from autopager.params import format_size, parse_size
+from autopager.run.page_cache import drop_page_cache
+from autopager.parameters import format_size, parse_size
 from experiments import RESULTS
 from experiments.markdown import table
 

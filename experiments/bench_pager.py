@@ -39,8 +39,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autopager.memory_limit import MemoryLimit
-from autopager.page_cache import drop_page_cache
+from autopager.run.memory_limit import MemoryLimit
+from autopager.run.page_cache import drop_page_cache
 from experiments import REPO, RESULTS
 from experiments.markdown import table
 

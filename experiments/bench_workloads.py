@@ -37,14 +37,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autopager.hydra_app import compose
-from autopager.memory_limit import pager_memory
-from autopager.params import CATEGORIES, PARAMETERS, format_size, parse_size
-from autopager.confirmation import in_turn
+from autopager.tuner.config import compose
+from autopager.run.memory_limit import pager_memory
+from autopager.parameters import CATEGORIES, PARAMETERS, format_size, parse_size
+from autopager.run.rounds import in_turn
 from autopager.exec import environment_with
-from autopager.machine import read_ahead_of_disk, storage
-from autopager.runner import Measurement, Runner
-from autopager.workloads import Workload
+from autopager.run.disk import read_ahead_of_disk, storage
+from autopager.run.runner import Measurement, Runner
+from autopager.run.workloads import Workload
 from experiments import REPO, RESULTS, pythonpath_with_repo
 from experiments.markdown import table
 

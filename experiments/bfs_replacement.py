@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from autopager.params import format_size, parse_size
+from autopager.parameters import format_size, parse_size
 
 UNREACHED = np.iinfo(np.uint16).max
 

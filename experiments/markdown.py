@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from autopager.report import markdown_table
+from autopager.analysis.markdown import table as markdown_table
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

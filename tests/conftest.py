@@ -24,7 +24,7 @@ def tuner_home(tmp_path, monkeypatch):
 
 def autopager_process(*args: str, **kwargs) -> subprocess.Popen:
     """`autopager ARGS` as a subprocess (the module, so it works without installing the package)."""
-    return subprocess.Popen([sys.executable, "-m", "autopager.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "autopager.cli.main", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
 
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 from conftest import autopager_process
 
 

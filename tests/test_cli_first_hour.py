@@ -38,7 +38,7 @@ def test_version_is_autopagers(tuner_home, args):
 def test_help_into_a_closed_pipe_ends_without_a_traceback(tuner_home):
     read, write = os.pipe()
     os.close(read)  # as `| head` that has read what it wanted: every write fails with EPIPE
-    process = subprocess.Popen([sys.executable, "-m", "autopager.cli", "run", "--help"], stdout=write,
+    process = subprocess.Popen([sys.executable, "-m", "autopager.cli.main", "run", "--help"], stdout=write,
                                stderr=subprocess.PIPE, text=True)
     os.close(write)
     _, err = process.communicate(timeout=120)
@@ -178,7 +178,7 @@ def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
         while not summary.is_file():  # the defaults' run recorded; the search trial waits at the gate
             assert tuner.poll() is None, tuner.communicate()
             time.sleep(0.1)
-        watcher = subprocess.Popen([sys.executable, "-m", "autopager.cli", "status", "gated/watched", "--watch", "0.2"],
+        watcher = subprocess.Popen([sys.executable, "-m", "autopager.cli.main", "status", "gated/watched", "--watch", "0.2"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         first = watcher.stdout.readline()
         assert first.startswith("study:") and first.rstrip().endswith("(running)"), first

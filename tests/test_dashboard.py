@@ -87,7 +87,7 @@ def get_json(url: str, server: subprocess.Popen) -> dict:
 def test_the_dashboard_serves_the_study_and_its_page_shows_the_trials(study, tuner_home):
     directory, trials = study
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "autopager.cli", "dashboard", NAME, "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "autopager.cli.main", "dashboard", NAME, "--port", str(port)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         studies = get_json(f"http://127.0.0.1:{port}/api/studies", server)["study_summaries"]

@@ -30,8 +30,8 @@ from experiments.evaluation.report import (ax_over_seeds, ax_versus_grid, llnl_r
 from experiments.evaluation.rounds import same_round_ratios
 from experiments.evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner
 from experiments.evaluation.studies import Places, compose_workload, study_overrides
-from autopager.analysis import load_study, runs
-from autopager.machine import read_ahead_file
+from autopager.analysis.result import load_study, runs
+from autopager.run.disk import read_ahead_file
 
 EVALUATE = [sys.executable, "-m", "experiments.evaluate"]  # from the repository's root (cwd=REPO)
 BUILT = (REPO / "build" / "workloads" / "sort").exists() or bool(os.environ.get("AUTOPAGER_BIN"))

@@ -25,7 +25,7 @@ import pytest
 
 from autopager.errors import ConfigError
 from autopager.exec import parse, preload_library
-from autopager.workloads import Workload
+from autopager.run.workloads import Workload
 from pager_support import small_tmpfs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def run(argv, cwd, transparent: bool, settings=SETTINGS, status: int = 0, env=No
     """`argv` as is, or under `autopager exec` with `settings` (and the variables `env` besides); it must end
     with `status` (-N: signal N)."""
     if transparent:
-        argv = [sys.executable, "-m", "autopager.cli", "exec", *settings, "--", *argv]
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", *settings, "--", *argv]
     proc = subprocess.run(argv, cwd=cwd, env={**environment(), **(env or {})}, capture_output=True, text=True,
                           timeout=180)
     assert proc.returncode == status, f"{argv} ended with {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
@@ -804,7 +804,7 @@ def test_exec_applies_what_a_profile_searched_and_the_user_overrides_it(tmp_path
 
 
 def test_exec_reports_a_missing_command(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "autopager.cli", "exec", "--", str(tmp_path / "nothing")],
+    proc = subprocess.run([sys.executable, "-m", "autopager.cli.main", "exec", "--", str(tmp_path / "nothing")],
                           env=environment(), capture_output=True, text=True)
     assert proc.returncode == 127 and "cannot run" in proc.stderr
 
@@ -842,7 +842,7 @@ def test_autopager_run_on_an_lmdb_workload(tmp_path, lmdb_data):
         kernel = workload.kernel_mmap()  # baseline.mmap: the same program, without the preload
         assert not kernel.transparent and kernel.argv() == workload.argv()[2:]
     env = {**environment(), "AUTOPAGER_DATA_DIR": str(lmdb_data), "AUTOPAGER_PROFILE_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "autopager.cli", "run", "workload=lmdb_readrandom",
+    proc = subprocess.run([sys.executable, "-m", "autopager.cli.main", "run", "workload=lmdb_readrandom",
                            "workload.size=6", "workload.buffer_size=1MiB", "runner.page_cache=keep"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -19,8 +19,8 @@ import pytest
 
 from autopager.errors import ConfigError
 from autopager.exec import parse, preload_library
-from autopager.memory_limit import MemoryLimit, MemoryLimitError
-from autopager.workloads import Workload
+from autopager.run.memory_limit import MemoryLimit, MemoryLimitError
+from autopager.run.workloads import Workload
 from pager_support import small_tmpfs
 from test_exec import built, environment  # noqa: F401 (built: the preload library's fixture)
 
@@ -39,7 +39,7 @@ def heap_program_built(built):
 def run(argv, heap: Path | None, settings=SETTINGS, preexec_fn=None) -> subprocess.CompletedProcess:
     """`argv` as is, or under `autopager exec heap=HEAP`; it must succeed."""
     if heap is not None:
-        argv = [sys.executable, "-m", "autopager.cli", "exec", f"heap={heap}", *settings, "--", *map(str, argv)]
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={heap}", *settings, "--", *map(str, argv)]
     proc = subprocess.run(list(map(str, argv)), env=environment(), capture_output=True, text=True, timeout=300,
                           preexec_fn=preexec_fn)
     assert proc.returncode == 0, f"{argv} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
@@ -151,7 +151,7 @@ def test_a_scratch_disk_filled_after_the_mapping_never_gives_wrong_bytes(tmp_pat
     with small_tmpfs(tmp_path / "kernel", 32 << 20) as fs:
         kernel = run([HEAP_PROGRAM, "fill-disk", 24, fs.directory], heap=None)
     with small_tmpfs(tmp_path / "small", 32 << 20) as fs:
-        argv = [sys.executable, "-m", "autopager.cli", "exec", f"heap={fs.directory}", *SETTINGS, "--",
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={fs.directory}", *SETTINGS, "--",
                 str(HEAP_PROGRAM), "fill-disk", "24", str(fs.directory)]
         served = subprocess.run(argv, env=environment(), capture_output=True, text=True, timeout=300)
     # Its write-backs find no room: the program ends with SIGBUS at a fault that has no page to take,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import autopager
-from autopager.params import check_value
+from autopager.parameters import check_value
 from test_exec import built  # noqa: F401 (the preload library's fixture, which the heap program's needs)
 from test_exec_heap import HEAP_PROGRAM, heap_program_built, run  # noqa: F401 (the heap program's fixture)
 from test_exec_settings import autopager as autopager_command
@@ -107,7 +107,7 @@ def test_a_heap_in_huge_pages_reads_the_same_bytes_through_fork_mremap_and_parti
 
 def test_the_native_config_takes_the_tables_choices_and_refuses_others():
     from autopager import _native
-    from autopager.params import CATEGORIES
+    from autopager.parameters import CATEGORIES
     config = _native.Config.defaults()
     for choice in CATEGORIES["huge_pages"]:
         config.huge_pages = choice

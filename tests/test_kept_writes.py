@@ -92,7 +92,7 @@ def test_memmap_with_keep_writes_off_loses_what_a_kill_cuts_off(tmp_path):
 def test_a_program_under_exec_killed_keeps_its_writes(tmp_path, buffer):
     path = data_file(tmp_path)
     sizes = ["page_size=64KiB", "buffer_size=1MiB"] if buffer != "default" else []
-    argv = [sys.executable, "-m", "autopager.cli", "exec", *sizes, "min_size=1MiB", "--",
+    argv = [sys.executable, "-m", "autopager.cli.main", "exec", *sizes, "min_size=1MiB", "--",
             sys.executable, "-c", textwrap.dedent(MMAP_SCRIPT), str(path)]
     proc = subprocess.run(argv, env=environment(), capture_output=True, text=True, timeout=300)
     assert proc.returncode in (-signal.SIGKILL, 128 + signal.SIGKILL), proc.stderr

@@ -9,11 +9,12 @@ import sys
 import pandas as pd
 import pytest
 
-from autopager.cli import compose, main
-from autopager.memory_limit import MemoryLimitError, check_memory_limits, run_limit
-from autopager.runner import Runner
-from autopager.synthetic import MMAP_SLOWDOWN
-from autopager.workloads import Workload
+from autopager.cli.main import main
+from autopager.tuner.config import compose
+from autopager.run.memory_limit import MemoryLimitError, check_memory_limits, run_limit
+from autopager.run.runner import Runner
+from autopager.run.synthetic import MMAP_SLOWDOWN
+from autopager.run.workloads import Workload
 
 
 def cgroups_unavailable() -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 from conftest import autopager_process
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install '.[ray]')")
@@ -147,8 +147,9 @@ def test_slurm_through_submitits_local_executor(tuner_home):
 
 def test_the_slurm_job_script_asks_for_a_whole_node_with_the_settings_given(tuner_home, monkeypatch):
     """The script submitit's SlurmExecutor writes and hands to sbatch, with stand-ins for SLURM's commands."""
-    from autopager.launchers import TrialTask, make_launcher
-    from autopager.workloads import Workload
+    from autopager.tuner.launchers.base import TrialTask
+    from autopager.tuner.launchers import make_launcher
+    from autopager.run.workloads import Workload
 
     commands = tuner_home / "slurm-commands"
     commands.mkdir()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import autopager
-from autopager.nbdkit import Nbdkit
+from autopager.run.nbdkit import Nbdkit
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("AUTOPAGER_BIN") or REPO / "build" / "workloads")

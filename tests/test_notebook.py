@@ -25,7 +25,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def autopager(*args: str, cwd, env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autopager.cli", *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "autopager.cli.main", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=900)
 
 

@@ -9,7 +9,7 @@ import pytest
 import autopager
 from autopager import _native
 from autopager.pager import native_config
-from autopager.params import parse_size
+from autopager.parameters import parse_size
 from pager_support import requires_userfaultfd, run_python
 
 

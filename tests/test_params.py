@@ -1,4 +1,4 @@
-"""The paging parameters' table (autopager/params.py) is the pager's own (native/src/config.cpp), and every
+"""The paging parameters' table (autopager/parameters.py) is the pager's own (native/src/config.cpp), and every
 consumer (exec's settings, profiles, the search space, the Python API) refuses what the pager refuses, in one
 line naming the parameter and what it allows."""
 import pytest
@@ -6,9 +6,9 @@ import pytest
 import autopager
 from autopager import _native
 from autopager.errors import ConfigError
-from autopager.params import PARAMETER_TABLE, SYSTEM_PAGE, check_params, check_value
+from autopager.parameters import PARAMETER_TABLE, SYSTEM_PAGE, check_params, check_value
 from autopager.profiles import ProfileError, parse_params
-from autopager.space import Space
+from autopager.tuner.space import Space
 
 NATIVE_ONLY = {"monitor_interval", "keep_writes"}  # read by the pager (UMAP_MONITOR_FREQ, UMAP_KEEP_WRITES), never tuned
 

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from autopager.memory_limit import MemoryLimit, MemoryLimitError
+from autopager.run.memory_limit import MemoryLimit, MemoryLimitError
 from conftest import REPO
 
 N = 1 << 16  # int64 values: 512 KiB, 128 pages of 4 KiB

@@ -8,11 +8,11 @@ import sys
 import pytest
 import yaml
 
-from autopager.cli import main
+from autopager.cli.main import main
 from autopager.errors import ConfigError
 from autopager.profiles import (ProfileError, find_profile, list_profiles, load_profile, machine_key,
                                 save_profile, this_machine)
-from autopager.workloads import PACKAGE
+from autopager.run.workloads import PACKAGE
 
 
 def record(value, machine=None, size=16, date=None, **params):
@@ -85,7 +85,7 @@ def test_tune_then_profile_list_show_export_and_run(tuner_home, capsys):
     assert "export UMAP_PAGESIZE=262144\n" in exported
     assert "UMAP_BUFSIZE" not in exported  # the study did not search the buffer size
     # the exported environment reproduces the profile's result with the program itself
-    script = f"{exported}\n{sys.executable} -S {PACKAGE / 'synthetic.py'} --size 1"
+    script = f"{exported}\n{sys.executable} -S {PACKAGE / 'run' / 'synthetic.py'} --size 1"
     result = json.loads(subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout)
     assert result["value"] == pytest.approx(shown["value"])
 

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from autopager.runner import Runner
-from autopager.settings import RunnerSettings
-from autopager.workloads import Workload
+from autopager.run.runner import Runner
+from autopager.run.settings import RunnerSettings
+from autopager.run.workloads import Workload
 
 
 @pytest.mark.parametrize("own_session", [True, False], ids=["daemon", "background child"])

@@ -1,9 +1,9 @@
 """Strategies propose while earlier proposals are still in flight (several workers), and wait where they must."""
 from omegaconf import OmegaConf
 
-from autopager.space import Space
-from autopager.strategies import make_strategy
-from autopager.strategies.base import key
+from autopager.tuner.space import Space
+from autopager.tuner.strategies import make_strategy
+from autopager.tuner.strategies.base import key
 
 BASELINE = {"page_size": 4096, "fillers": 2, "evictors": 2, "buffer_size": 1 << 26, "evict_high_water": 90,
             "evict_low_water": 70, "read_ahead": 0, "max_fault_events": 2}

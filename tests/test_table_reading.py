@@ -2,7 +2,7 @@
 spreadsheet saves it with: neither leaves the study unresumable or its trials discarded."""
 import io
 
-from autopager.table import Kind, Status, StudyTable
+from autopager.tuner.table import Kind, Status, StudyTable
 
 ROWS = [{"trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 1.5, "page_size": 4096, "started": "t0"},
         {"trial": 1, "kind": Kind.SEARCH, "status": Status.FAILED, "page_size": 8192, "started": "t1",

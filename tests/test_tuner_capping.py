@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from autopager.analysis import load_study
-from autopager.cli import main
-from autopager.params import format_size
+from autopager.analysis.result import load_study
+from autopager.cli.main import main
+from autopager.parameters import format_size
 
 # every parameter at the synthetic optimum but the page size: 256KiB is the optimum, 1GiB costs 22.6 times as much
 AT_OPTIMUM = ["workload=synthetic", "workload.size=200", "workload.buffer_size=16GiB", "runner.page_cache=evict",
@@ -101,19 +101,20 @@ def test_a_trial_within_the_noise_of_the_incumbent_is_measured_again(tuner_home)
 
 
 def test_strategies_are_told_a_capped_trial_is_worse_than_the_incumbent(tuner_home):
-    from autopager.cli import compose
-    from autopager.study import Study
-    from autopager.table import Kind, Status, StudyTable
+    from autopager.tuner.config import compose
+    from autopager.tuner.study import Study
+    from autopager.tuner.table import Kind, Status, StudyTable
+    from autopager.tuner.trials import Trials
 
     for goal, worse in (("minimize", lambda told, best: told > best), ("maximize", lambda told, best: told < best)):
         config, _ = compose([*AT_OPTIMUM, f"workload.goal={goal}", "runner.cap=3"])
         study = Study(config)
-        study.table = StudyTable(tuner_home / f"{goal}.csv")
+        trials = Trials(StudyTable(tuner_home / f"{goal}.csv"), study.workload, study.settings)
         base = {"page_size": 256 << 10, "repeats": "2.0", "wall_seconds": 2.0}
-        study.table.rows = [{**base, "trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 2.0},
+        trials.table.rows = [{**base, "trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 2.0},
                             {**base, "trial": 1, "kind": Kind.SEARCH, "status": Status.CAPPED, "value": None,
                              "repeats": None, "wall_seconds": 0.4}]
-        told, sem = study.told(study.table.rows[1])
+        told, sem = trials.told(trials.rows[1])
         assert worse(told, 2.0) and told == pytest.approx(6.0 if goal == "minimize" else 2.0 / 3) and sem is None
 
 

@@ -3,9 +3,9 @@ full: on the bfs program and the real pager, a trial whose answer differs is fai
 import pandas as pd
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 from autopager.errors import ConfigError
-from autopager.workloads import locate_bin
+from autopager.run.workloads import locate_bin
 from conftest import corrupt_bfs_vertex_zero
 
 STUDY = "outputs/bfs/random-size10-buf256KiB/trials.csv"

@@ -4,7 +4,7 @@ import sys
 import pandas as pd
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 from conftest import TEST_WORKLOADS
 
 MISBEHAVE = f"workload.command='{sys.executable} {TEST_WORKLOADS / 'misbehave.py'}'"

@@ -4,9 +4,9 @@ import glob
 import pandas as pd
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 from autopager.errors import ConfigError
-from autopager.workloads import locate_bin
+from autopager.run.workloads import locate_bin
 
 
 def require(program):

@@ -67,7 +67,7 @@ def test_a_grid_shows_its_size_and_a_cut_grid_samples_all_of_it(tuner_home):
 
 def test_a_terminal_shows_the_running_trial_with_its_elapsed_time(tuner_home):
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "autopager.cli", "tune", *QUICK, "strategy=default"],
+    process = subprocess.Popen([sys.executable, "-m", "autopager.cli.main", "tune", *QUICK, "strategy=default"],
                                stdout=follower, stderr=subprocess.PIPE, text=True)
     os.close(follower)
     chunks = []

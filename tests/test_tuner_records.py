@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from autopager.params import PARAMETERS
-from autopager.cli import main
+from autopager.parameters import PARAMETERS
+from autopager.cli.main import main
 from conftest import TEST_WORKLOADS, autopager_process
 
 SYNTHETIC = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "confirm.rounds=0",
@@ -79,7 +79,7 @@ def test_an_empty_table_or_a_row_cut_in_a_quoted_field_leaves_the_study_resumabl
 
 
 def test_the_table_is_replaced_whole_and_leaves_no_temporary_file(tuner_home, monkeypatch):
-    from autopager.table import Kind, Status, StudyTable
+    from autopager.tuner.table import Kind, Status, StudyTable
 
     table = StudyTable(tuner_home / "trials.csv")
     row = {"trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 1.5, "page_size": 4096}

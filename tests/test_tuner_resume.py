@@ -5,8 +5,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autopager.analysis import StudyResult
-from autopager.cli import main
+from autopager.analysis.result import StudyResult
+from autopager.cli.main import main
 from conftest import autopager_process
 
 SYNTHETIC = ["workload=synthetic", "workload.size=20", "runner.page_cache=evict", "confirm.rounds=0",

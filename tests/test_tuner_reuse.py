@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from autopager.cli import main
+from autopager.cli.main import main
 from conftest import TEST_WORKLOADS
 
 PARAMS = ["page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "read_ahead"]

@@ -4,7 +4,7 @@ import random
 import pytest
 
 from autopager.errors import ConfigError
-from autopager.space import Space
+from autopager.tuner.space import Space
 
 DEFAULTS = {"page_size": 4096, "fillers": 2, "evictors": 2, "buffer_size": "64MiB", "evict_high_water": 90,
             "evict_low_water": 70, "read_ahead": 0, "max_fault_events": 2}

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from autopager.cli import main
+from autopager.cli.main import main
 
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}

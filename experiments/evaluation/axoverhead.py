@@ -18,9 +18,9 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from autopager.hydra_app import compose
-from autopager.space import Space
-from autopager.synthetic import cost
+from autopager.tuner.config import compose
+from autopager.tuner.space import Space
+from autopager.run.synthetic import cost
 from experiments import CONFIG_SEARCH_PATH
 from experiments import markdown as md
 from experiments.evaluation.plan import Size
@@ -51,7 +51,7 @@ def metric(params: dict) -> float:
 def measure_once(variant: str, seed: int) -> list[dict]:
     space, settings = space_and_settings(variant)
     start = time.perf_counter()
-    from autopager.strategies.ax import AxStrategy
+    from autopager.tuner.strategies.ax import AxStrategy
     strategy = AxStrategy(space, "minimize", settings, seed)
     imported = time.perf_counter() - start
     strategy.tell(space.defaults, metric(space.defaults))

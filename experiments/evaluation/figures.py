@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from autopager.analysis import StudyResult, load_study, runs
-from autopager.goal import Goal
+from autopager.analysis.result import StudyResult, load_study, runs
+from autopager.run.goal import Goal
 from experiments import markdown as md
 from experiments.evaluation.kernel import load_kernel
 from experiments.evaluation.llnl import load_llnl

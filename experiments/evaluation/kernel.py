@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from autopager.kernel_mmap import mmap_runner
-from autopager.machine import read_ahead_file, read_ahead_of_disk
-from autopager.memory_limit import run_limit
-from autopager.params import format_size
-from autopager.workloads import Workload
+from autopager.run.kernel_mmap import mmap_runner
+from autopager.run.disk import read_ahead_file, read_ahead_of_disk
+from autopager.run.memory_limit import run_limit
+from autopager.parameters import format_size
+from autopager.run.workloads import Workload
 from experiments.evaluation.plan import KernelSpec, Plan
 from experiments.evaluation.studies import Places, compose_workload, prepare, RUNNER, workload_overrides
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from experiments import bench_llnl
-from autopager.confirmation import in_turn
-from autopager.params import parse_size
+from autopager.run.rounds import in_turn
+from autopager.parameters import parse_size
 from experiments.evaluation.plan import LLNL_PAGE_SIZES, MEMORY, LlnlSpec, Plan
 from experiments.evaluation.rounds import TUNED, same_round_ratios
 from experiments.evaluation.studies import Places

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autopager.params import format_size, parse_size
+from autopager.parameters import format_size, parse_size
 
 SMALL, LARGE, MEMORY = "small", "large", "memory"
 WORKLOADS = ("sort", "bfs", "lmdb_readseq", "lmdb_readrandom", "lmdb_readreverse", "lookup", "stream",

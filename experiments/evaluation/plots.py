@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from autopager.progress import speedup
+from autopager.run.goal import speedup
 from experiments.evaluation.plan import AX_BY_SEED, CONVERGENCE_METHODS, LARGE, Plan
 from experiments.evaluation.studies import Places
-from autopager.analysis import StudyResult, load_study
+from autopager.analysis.result import StudyResult, load_study
 
 LABELS = {"grid": "grid (restricted)", "ax": "Ax", "coordinate": "coordinate descent", "random": "random search"}
 COLORS = {"grid": "tab:orange", "ax": "tab:green", "coordinate": "tab:purple", "random": "tab:gray"}

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from autopager.hydra_app import compose
-from autopager.machine import describe
-from autopager.memory_limit import pager_memory
-from autopager.params import format_size
-from autopager.workloads import Workload
+from autopager.tuner.config import compose
+from autopager.analysis.machine_table import describe
+from autopager.run.memory_limit import pager_memory
+from autopager.parameters import format_size
+from autopager.run.workloads import Workload
 from experiments import markdown as md
 from experiments.evaluation.figures import KERNELS, against, collect, finished, tuned_parts
 from experiments.evaluation.findings import findings

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from autopager.confirmation import confirmed_speedup
-from autopager.goal import Goal
+from autopager.tuner.confirmation import confirmed_speedup
+from autopager.run.goal import Goal
 
 TUNED = "tuned"
 

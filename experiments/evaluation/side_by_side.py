@@ -18,14 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from autopager.analysis import load_study
-from autopager.confirmation import in_turn
+from autopager.analysis.result import load_study
+from autopager.run.rounds import in_turn
 from autopager.errors import StudyError
-from autopager.kernel_mmap import mmap_runner
-from autopager.machine import read_ahead_of_disk
-from autopager.params import typed
-from autopager.runner import Runner
-from autopager.workloads import Workload
+from autopager.run.kernel_mmap import mmap_runner
+from autopager.run.disk import read_ahead_of_disk
+from autopager.parameters import typed
+from autopager.run.runner import Runner
+from autopager.run.workloads import Workload
 from experiments.evaluation.kernel import disk_read_ahead_kib
 from experiments.evaluation.plan import SIDE_BY_SIDE, Plan, SideBySideSpec
 from experiments.evaluation.figures import COLUMNS, KERNELS, best_tuned, method_rows

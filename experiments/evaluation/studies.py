@@ -18,12 +18,12 @@ from pathlib import Path
 
 from omegaconf import DictConfig, open_dict
 
-from autopager.hydra_app import compose
+from autopager.tuner.config import compose
 from autopager.errors import StudyError
-from autopager.study import Study
-from autopager.workloads import Workload
+from autopager.tuner.study import Study
+from autopager.run.workloads import Workload
 from experiments.evaluation.plan import Plan, Size, StudySpec
-from autopager.analysis import load_study
+from autopager.analysis.result import load_study
 from experiments import CONFIG_SEARCH_PATH
 
 RUNNER = ("runner.memory_limit=auto",)

@@ -333,7 +333,7 @@ TEST(Config, APagerRefusesABadConfiguration) {
 }
 
 // parameter_limits() is what from_environment and validate check: each maximum is accepted through the
-// parameter's variable and one past it refused, naming the parameter (autopager/params.py copies the table).
+// parameter's variable and one past it refused, naming the parameter (autopager/parameters.py copies the table).
 TEST(Config, ParameterLimitsAreTheOnesChecked) {
   const std::vector<ParameterLimits> limits = parameter_limits();
   ASSERT_FALSE(limits.empty());

@@ -103,7 +103,7 @@ const char* eviction_name(Eviction eviction);
 // The policy named (fifo, hotfifo, s3fifo, clock; any case); throws ConfigError naming UMAP_EVICTION otherwise.
 Eviction eviction_from_name(const std::string& name);
 
-// One numeric parameter's limits as Config::validate checks them (autopager/params.py holds the same table; the
+// One numeric parameter's limits as Config::validate checks them (autopager/parameters.py holds the same table; the
 // categorical ones, eviction and compression, are checked by name).
 struct ParameterLimits {
   std::string name;  // as the tuner and the Python API name it

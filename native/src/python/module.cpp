@@ -122,7 +122,7 @@ void bind_parameter_limits(py::module_& m) {
       .def_readonly("unit", &ParameterLimits::unit)
       .def_readonly("zero_turns_off", &ParameterLimits::zero_turns_off);
   m.def("parameter_limits", &parameter_limits,
-        "Each parameter's limits as Config.validate checks them (autopager.params.PARAMETER_TABLE holds the same).");
+        "Each parameter's limits as Config.validate checks them (autopager.parameters.PARAMETER_TABLE holds the same).");
 }
 
 void bind_stores(py::module_& m) {

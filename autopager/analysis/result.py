@@ -1,0 +1,315 @@
+"""A study read back from its directory, for its analysis: the report (``autopager report``), the notebook
+(notebooks/study_analysis.ipynb) and the evaluation (experiments/evaluation/).
+
+``load_study(DIR)`` reads ``trials.csv`` and ``config.yaml`` of any study, finished or not. The trials ranked
+(``best``, ``ok``) are the rows the search measured, of kinds ``default`` and ``search``, by their recorded
+figure (``reused`` rows repeat one of them); a row of kind ``confirm`` is one confirmation run, whose outcome is
+``confirmed`` (the tuner's own verdict, autopager.tuner.confirmation.outcome); a row of kind ``mmap`` is the
+kernel-mmap baseline (``baseline.mmap=true``), never a trial. The defaults' figure is the median of the runs of
+the ``default`` rows (autopager.tuner.measuring.defaults_runs), as the tuner's progress and summary give it. Each row keeps its runs (``repeats``: the values of its runs, ``;``
+separated), from which the spread of a trial with several runs is taken. Parameter importance comes from Ax's own
+sensitivity analysis (Sobol indices of its model) when the study saved Ax's state (``ax_client.json``), else from
+the trials table alone (the share of the variance of log(metric) explained by each parameter's value).
+"""
+from __future__ import annotations
+
+import logging
+import statistics
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from autopager.errors import ConfigError
+from autopager.parameters import PARAMETERS, typed
+from autopager.run.goal import Goal
+from autopager.run.kernel_mmap import MMAP
+from autopager.run.memory_limit import pager_memory
+from autopager.run.workloads import Workload
+from autopager.tuner.confirmation import outcome, recorded_candidates
+from autopager.tuner.measuring import defaults_runs, measured_defaults
+from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE
+from autopager.tuner.study_directory import CONFIG, TABLE
+from autopager.tuner.table import DamagedRow, parse_row
+from autopager.tuner.trials import MEASURED
+
+
+# Between two trials the tuner only writes its table (milliseconds): a longer gap with no trial asked for or
+# running is a study stopped and resumed later.
+STOPPED_SECONDS = 60.0
+MEASURED_KINDS = tuple(kind.value for kind in MEASURED)  # the rows the search measured
+
+
+@dataclass
+class StudyResult:
+    directory: Path
+    config: dict[str, Any]
+    table: pd.DataFrame  # every row, the kernel-mmap baseline's included
+
+    @property
+    def trials(self) -> pd.DataFrame:
+        """The trials, without the kernel-mmap row (with several workers, search trials started beside the defaults'
+        first run may come before it)."""
+        return self.table[self.table.kind != MMAP]
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.config["workload"]
+
+    @property
+    def metric(self) -> str:
+        return self.workload["metric"]
+
+    @property
+    def goal(self) -> str:
+        return self.workload["goal"]
+
+    @property
+    def strategy(self) -> str:
+        return self.config["strategy"]["name"]
+
+    @property
+    def searched(self) -> list[str]:
+        """The parameters the trials varied."""
+        return [name for name in PARAMETERS if self.trials[name].nunique(dropna=True) > 1]
+
+    @property
+    def measured(self) -> pd.DataFrame:
+        """The trials the search measured (the defaults' and the strategy's), without reused or confirmation rows."""
+        return self.trials[self.trials.kind.isin(MEASURED_KINDS)]
+
+    @property
+    def searched_rows(self) -> pd.DataFrame:
+        """The rows of the search, the reused ones included: what happened before the confirmation."""
+        return self.trials[self.trials.kind.isin((*MEASURED_KINDS, "reused"))]
+
+    def ok(self) -> pd.DataFrame:
+        return self.measured[self.measured.status == "ok"]
+
+    def failed(self) -> int:
+        """The rows that failed (crashed, timed out, a wrong answer); a capped run is no failure."""
+        return int((self.trials.status == "failed").sum())
+
+    def capped(self) -> int:
+        """The rows stopped at runner.cap x the incumbent's time: worse than the incumbent, not failed."""
+        return int((self.trials.status == "capped").sum())
+
+    @staticmethod
+    def params_of(row: pd.Series) -> dict[str, Any]:
+        """A row's parameters (those it records)."""
+        return {name: typed(name, row[name]) for name in PARAMETERS if name in row.index and pd.notna(row[name])}
+
+    def better(self, a: float, b: float) -> bool:
+        return a < b if self.goal == "minimize" else a > b
+
+    def speedup(self, value: float, reference: float) -> float:
+        return Goal.parse(self.goal).speedup(value, reference)
+
+    def best(self) -> pd.Series | None:
+        ok = self.ok()
+        if ok.empty:
+            return None
+        return ok.loc[ok.value.idxmin() if self.goal == "minimize" else ok.value.idxmax()]
+
+    def best_params(self) -> dict[str, int] | None:
+        best = self.best()
+        return None if best is None else self.params_of(best)
+
+    def default_params(self) -> dict[str, int]:
+        """The parameters of the defaults' first run, as its row gives them (a table written before a parameter
+        existed has no column for it)."""
+        return self.params_of(self.trials[self.trials.kind == "default"].iloc[0])
+
+    def default_value(self) -> float:
+        """The defaults' figure: the median of the runs of the defaults' trials (NaN if none succeeded)."""
+        values = defaults_runs(self.records())
+        return statistics.median(values) if values else float("nan")
+
+    def default_rows(self) -> pd.DataFrame:
+        """The defaults' trials that start the study and succeeded (for a fixed-parameter study: those parameters)."""
+        return self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
+
+    def default_values(self) -> list[float]:
+        """The values of the runs of ``default_rows``."""
+        return defaults_runs(self.records())
+
+    def records(self) -> list[dict[str, Any]]:
+        """The trials as the tuner reads them (autopager.tuner.table.parse_row: kinds and statuses, None for an empty
+        cell); a row the tuner would leave out as damaged is left out."""
+        cells = self.trials.astype(object).where(self.trials.notna(), "")
+        rows = []
+        for record in cells.to_dict("records"):
+            try:
+                rows.append(parse_row({column: str(value) for column, value in record.items()}))
+            except DamagedRow:
+                continue
+        return rows
+
+    def confirmed(self) -> dict[str, Any] | None:
+        """The tuner's confirmation as recorded (rows of kind ``confirm``), its winner chosen as the tuner chooses it
+        (autopager.tuner.confirmation.outcome): the speedup is the winner's median over the defaults' confirmation runs,
+        with the spread of the per-round ratios. None when the study has no complete confirmation."""
+        rows = self.records()
+        reference = measured_defaults(rows)
+        if reference is None:
+            return None
+        candidates = recorded_candidates(rows)
+        defaults = candidates.pop(reference["trial"], None)
+        rounds, goal = int((self.config.get("confirm") or {}).get("rounds", 0)), Goal.parse(self.goal)
+        winner, speedup_, spread = outcome(goal, defaults, candidates.values(), rounds)
+        if winner is None or speedup_ is None or spread is None:
+            return None
+        return {"trial": winner.trial, "values": winner.values, "value": winner.median,
+                "default_values": defaults.values, "speedup": speedup_, "low": spread[0], "high": spread[1],
+                "params": winner.params}
+
+    def unconfirmed(self) -> str | None:
+        """Why a search study has no confirmed figure, in plain words: cut short (a timeout, Ctrl-C, a session that
+        ended) before or during its confirmation, or a confirmation that found none. None when it has one, or is
+        not to be confirmed (the ``default`` strategy, or confirm.rounds=0). Running the study again resumes it."""
+        rounds = int((self.config.get("confirm") or {}).get("rounds", 0))
+        if self.strategy == "default" or rounds == 0 or self.confirmed() is not None:
+            return None
+        searched = self.trials[self.trials.kind == "search"]
+        trials = f"{len(searched)} trial{'' if len(searched) == 1 else 's'}"
+        if not (searched.status == "ok").any():
+            return f"not confirmed: none of its {trials} succeeded"
+        candidates = recorded_candidates(self.records()).values()
+        if not candidates:
+            return f"interrupted after {trials}, not confirmed"
+        if any(not c.failed and len(c.values) < rounds for c in candidates):
+            runs = sum(len(c.values) for c in candidates)
+            return f"interrupted after {trials}, during its confirmation ({runs} runs done), not confirmed"
+        return f"not confirmed: its confirmation after {trials} had no winner (a run failed or was capped)"
+
+    def tuning_seconds(self) -> float:
+        """The trials' time (runs, page-cache drops): what the tuner reports."""
+        return float(self.trials.seconds.fillna(0).sum())
+
+    def elapsed(self) -> pd.Series:
+        """Seconds from the study's first trial start to the end of each trial, the strategy's own time
+        (Ax's model fits) included, the time a resumed study was stopped not: a gap of more than
+        ``STOPPED_SECONDS`` with no trial asked for or running. A trial starts when it is asked for (tables
+        written before the tuner kept milliseconds start at whole seconds, after the ask: their ends are kept in
+        order, and their gaps of up to a second are kept)."""
+        started = self.started()
+        seconds = self.trials.seconds.fillna(0)
+        ends = started + pd.to_timedelta(seconds, unit="s")
+        gaps = (started - ends.cummax().shift()).dt.total_seconds().fillna(0)
+        stopped = gaps.where(gaps > STOPPED_SECONDS, 0).cumsum()
+        return ((started - started.min()).dt.total_seconds() - stopped + seconds).cummax()
+
+    def started(self) -> pd.Series:
+        return pd.to_datetime(self.trials.started, utc=True, format="ISO8601")
+
+    def wall_seconds(self) -> float:
+        return float(self.elapsed().max()) if len(self.trials) else 0.0
+
+    def best_so_far(self) -> pd.DataFrame:
+        """One row a trial: its end (elapsed seconds), its value, the spread of its runs (low, high: the least
+        and greatest run; equal to the value for a single run), the number of runs and the best value up to it."""
+        rows = self.searched_rows
+        ok = rows.status == "ok"
+        values = rows.value.where(ok)
+        best = values.cummin() if self.goal == "minimize" else values.cummax()
+        spread = [runs(row) if good else [] for good, (_, row) in zip(ok, rows.iterrows())]
+        return pd.DataFrame({"trial": rows.trial, "elapsed": self.elapsed().loc[rows.index], "value": values,
+                             "low": [min(r) if r else np.nan for r in spread],
+                             "high": [max(r) if r else np.nan for r in spread],
+                             "runs": [len(r) for r in spread], "best": best,
+                             "proposed_by": rows.proposed_by}, index=rows.index)
+
+    def time_to_best(self) -> float | None:
+        """Elapsed seconds until the best trial had finished."""
+        best = self.best()
+        return None if best is None else float(self.elapsed().loc[best.name])
+
+    def model_start(self) -> tuple[int, float] | None:
+        """(trial, elapsed seconds at its ask) of the first trial Ax's model proposed: the end of its Sobol
+        initialization. None for other strategies, or before the model took over."""
+        first = self.trials.index[self.trials.proposed_by.astype(str) == MODEL]
+        if not len(first):
+            return None
+        started = self.started()
+        return int(self.trials.trial.loc[first[0]]), float((started.loc[first[0]] - started.min()).total_seconds())
+
+    def kernel_mmap(self) -> pd.Series | None:
+        """The kernel-mmap baseline's row (``baseline.mmap=true``), if the study measured it."""
+        rows = self.table[self.table.kind == MMAP]
+        return None if rows.empty else rows.iloc[-1]
+
+    def memory_limit(self) -> int | None:
+        """The memory cgroup's limit of the kernel-mmap runs: the pager's memory, from the study's settings."""
+        try:
+            workload = Workload.from_config(self.workload, self.config.get("data_dir", "."))
+            return pager_memory(workload, (self.config.get("runner") or {}).get("memory_headroom"))
+        except ConfigError:
+            return None
+
+
+def runs(row: pd.Series) -> list[float]:
+    """The values of a row's runs (its value alone when the table kept no runs)."""
+    text = row.get("repeats")
+    if isinstance(text, str) and text.strip():
+        return [float(value) for value in text.split(";")]
+    return [] if pd.isna(row.get("value")) else [float(row["value"])]
+
+
+def load_study(directory: Path | str) -> StudyResult | None:
+    """The study in ``directory``, or None if it has no trials yet."""
+    directory = Path(directory)
+    if not (directory / TABLE).is_file() or not (directory / CONFIG).is_file():
+        return None
+    table = pd.read_csv(directory / TABLE, dtype={"kind": str, "status": str, "repeats": str, "error": str,
+                                                  "stderr_tail": str, "started": str, "proposed_by": str})
+    if table.empty:
+        return None
+    return StudyResult(directory, yaml.safe_load((directory / CONFIG).read_text()), table)
+
+
+def trial_importance(study: StudyResult) -> pd.DataFrame:
+    """Each searched parameter's main effect, from the trials alone: the share of the variance of log(metric)
+    explained by the mean at each of the parameter's values. Rough with few trials and noisy runs."""
+    data = study.ok()
+    data = data[data.value > 0].assign(log_metric=lambda frame: np.log(frame.value))
+    total = ((data.log_metric - data.log_metric.mean()) ** 2).sum()
+    shares = {}
+    for name in study.searched:
+        explained = data.groupby(name).log_metric.transform("mean")
+        shares[name] = 1 - ((data.log_metric - explained) ** 2).sum() / total if total > 0 else 0.0
+    frame = pd.DataFrame({"parameter": list(shares), "importance": list(shares.values())})
+    return frame.sort_values("importance", ascending=False, ignore_index=True)
+
+
+def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
+    """Ax's sensitivity analysis of its model, from the saved state: (a frame of parameter and total-order Sobol
+    index, signed by the direction in which the metric moves as the parameter grows; or None, and why not)."""
+    path = study.directory / STATE
+    if not path.is_file():
+        return None, "the study saved no Ax state (it is not an Ax study, or it has not finished)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from ax import Client
+        from ax.analysis.plotly.sensitivity import SensitivityAnalysisPlot
+        from autopager.tuner.strategies.ax import quiet_ax
+        quiet_ax()
+        logging.getLogger("ax").setLevel(logging.ERROR)
+        try:
+            client = Client.load_from_json_file(str(path))
+        except Exception as error:  # a damaged or foreign file: reported, never trusted
+            return None, f"Ax's state {path} cannot be read: {type(error).__name__}: {error}"
+        cards = client.compute_analyses([SensitivityAnalysisPlot(order="total", top_k=None)], display=False)
+    for card in (leaf for card in cards for leaf in card.flatten()):
+        frame = getattr(card, "df", None)
+        if frame is not None and {"parameter_name", "sensitivity"} <= set(frame.columns):
+            frame = frame.rename(columns={"parameter_name": "parameter"})[["parameter", "sensitivity"]]
+            frame["parameter"] = frame.parameter.replace({LOW_SHARE: "evict_low_water"})
+            order = frame.sensitivity.abs().sort_values(ascending=False).index
+            return frame.loc[order].reset_index(drop=True), ""
+    reasons = "; ".join(str(getattr(card, "subtitle", "") or card.title).splitlines()[0]
+                        for card in (leaf for card in cards for leaf in card.flatten()))
+    return None, f"Ax's sensitivity analysis is not available: {reasons or 'no result'}"

@@ -1,0 +1,1 @@
+"""The ``autopager`` command: dispatch and exit codes over every layer below (autopager.cli.main)."""

@@ -1,0 +1,357 @@
+"""A study: the defaults' run, then the trials a strategy asks for, each appended to the study's table.
+
+With several workers (``launcher.workers`` > 1) the search does not wait for the defaults' first run: while it is
+in flight the free workers run trials the strategy proposes (Ax's first are Sobol points, which need no data; the
+other strategies are told to expect the defaults' point, so they do not propose it, and coordinate descent waits
+for its result). Those trials start without a cap, since no incumbent is known; once one is (the defaults' run
+ends), a trial still running past the cap is stopped by the tuner and recorded as capped, as the runner records a
+run it caps. The strategy is told the defaults' result when it comes. A defaults' run that fails, or shows that the
+program does not use the pager, ends the study as before; the trials started beside it are cancelled and left
+out of the table. With one worker the defaults' run ends before the search starts.
+
+The study directory (``<study.root>/<workload>/<study.name>/``) holds ``config.yaml``, the resolved
+configuration, ``tuner.lock`` (one tuner a study) and ``trials.csv`` (autopager.tuner.table), one row a trial: its
+parameters, status, metric (the median of the repeats), the repeats, wall time, timeout, exit code, error, the
+tail of stderr, the checksum of its answer, when it was asked for, how long the strategy took to propose it and
+what proposed it. The table is rewritten after every trial. Trials run through the study's launcher
+(autopager.tuner.launchers), ``launcher.workers`` at once, each with the node it ran on and when its run started and
+ended there; the trials in flight are listed in ``in_flight.json`` (autopager.tuner.in_flight), so a study killed at any moment loses no finished trial; running it
+again (same workload, space, strategy and study name) runs again the trials that were in flight, gives the
+finished trials back to the strategy and goes on. SIGTERM ends the study as Ctrl-C does: the trials in flight
+are killed, the finished ones are kept.
+
+The defaults' first run is the reference: it validates the program's answer in full, and its checksum (a summary
+of the answer the workload prints, in the table's ``checksum`` column) is what every later run of the study must
+print; those runs skip their workload's expensive checks (autopager.run.runner). A run that prints another checksum
+has failed: a wrong answer.
+
+A strategy may propose parameters the study has already measured (Ax's model, continuous, maps several of
+its points to one point of the sampled space): that trial is not run again; its recorded result is given
+back and the table has a row of kind ``reused`` naming the trial it came from (``reused_from``).
+
+With ``baseline.mmap=true`` the study also measures the workload on the kernel's mmap after the defaults
+(autopager/run/kernel_mmap.py): a row of kind ``mmap``, which is no trial (no strategy is told of it). A strategy that
+keeps a state of its own (Ax) saves it beside the table at the end (``Strategy.save``), for the analysis.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import signal
+import statistics
+import threading
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from autopager.errors import ConfigError, StudyError
+from autopager.parameters import format_size, show_params
+from autopager.run.kernel_mmap import mmap_runner
+from autopager.run.runner import RESULT, Runner
+from autopager.run.settings import StudySettings
+from autopager.run.workloads import Workload
+from autopager.tuner import outcome
+from autopager.tuner.confirmation import Confirmation, Verdict
+from autopager.tuner.in_flight import InFlight, InFlightRecord
+from autopager.tuner.launchers import launcher_settings, make_launcher
+from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise, runs_of
+from autopager.tuner.progress import OUTPUTS, Progress, defaults_pages, format_value
+from autopager.tuner.scheduler import Scheduler
+from autopager.tuner.search import Search
+from autopager.tuner.space import MMAP as MMAP_SETTING, Space
+from autopager.tuner.strategies import check_settings, make_strategy
+from autopager.tuner.strategies.base import Strategy
+from autopager.tuner.study_directory import CONFIG, TABLE, check_resumable, default_name, study_directory
+from autopager.tuner.studylock import FINISHED, RUNNING, StudyLock
+from autopager.tuner.table import Kind, Status, StudyTable, row_params, write_atomically
+from autopager.tuner.trial_pool import TrialPool
+from autopager.tuner.trials import MEASURED, Trials
+
+WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while the study runs, so the trial in flight is killed as with Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+SummaryWriter = Callable[[Path, str, Optional[int]], None]  # (study directory, state, trial budget)
+
+
+class Study:
+    def __init__(self, config: DictConfig, space_name: str = "default", write_summary: SummaryWriter | None = None):
+        """Check everything the study needs (settings, space, workload) without running or writing anything.
+        ``write_summary`` (autopager.analysis.summary.write_summary; None: no summary.json) is called after every
+        trial and at the end: the summary reads the table as the analysis does, a layer above the tuner."""
+        self.config = config
+        self.summary_writer = write_summary
+        self.settings = StudySettings.from_config(config)
+        self.workload = Workload.from_config(config.workload, config.data_dir)
+        self.space = Space(config.space, config.baseline)
+        self.baseline = self.space.defaults
+        check_settings(config.strategy)
+        self.strategy_name = config.strategy.name
+        self.runner = Runner.from_config(self.workload, config.runner)
+        self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
+        launcher_settings(config.launcher)
+        name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size,
+                                                 self.workload.buffer_size, self.runner.repeats)
+        self.directory = study_directory(config.study.root, self.workload.name, str(name))
+        check_resumable(self.directory, config)
+        self.workload.check()
+        self.lock = StudyLock(self.directory)
+        self.table: StudyTable  # read under the lock when the study begins
+        output = config.study.get("output", "normal")
+        if output not in OUTPUTS:
+            raise ConfigError(f"study.output must be one of {', '.join(OUTPUTS)} (-q, -v), not {output!r}")
+        self.progress = Progress(self.workload.metric, self.workload.goal, self.space.dimensions, output=output)
+
+    # --- the study -------------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        """The defaults (unless a resumed study has them), the strategy's trials, the confirmation; the summary."""
+        with terminate_as_interrupt(), self.writing_stops_the_study():
+            self.begin()
+            try:
+                with make_launcher(self.config.launcher, self.directory) as launcher:
+                    pool = TrialPool(launcher, InFlightRecord(self.directory), self.workload,
+                                     OmegaConf.to_container(self.config.runner, resolve=True))
+                    self.scheduler = Scheduler(pool, self.trials, self.space, self.runner, self.report)
+                    left = self.rerun_left_trials()
+                    self.progress.loading(self.strategy_name)
+                    launched = self.launch_defaults()
+                    strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
+                                             self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
+                                         self.settings, self.progress, self.report, self.shown_limit)
+                    if pool.launcher.workers > 1 and isinstance(launched, InFlight) and pool.count == 1:
+                        launched = self.search.run(None, alongside=launched)  # the other workers search
+                    default = self.defaults(launched)
+                    kernel = self.kernel_mmap(default)
+                    self.scheduler.drain(left)  # the trials an earlier tuner left: in the table before the search
+                    self.search.run(default)
+                    verdict = self.confirm(default)
+                    self.scheduler.drain()  # the defaults' runs of the search still in flight, without confirmation
+                    strategy.save(self.directory)
+                return self.finish(default, kernel, strategy, verdict)
+            finally:
+                self.lock.release()
+
+    def rerun_left_trials(self) -> list[InFlight]:
+        """Launch again the trials an earlier tuner of the study left in flight; those trials."""
+        if any(row["kind"] is Kind.DEFAULT and row["measured_by"] == RESULT for row in self.table.rows):
+            self.runner.require_result()  # as the defaults' run showed, before the left trials are launched again
+        pool = self.scheduler.pool
+        again = pool.left_by_earlier_tuner(self.table.rows)
+        if again:
+            self.progress.print(f"running again {len(again)} trial(s) in flight when the study stopped")
+        for entry in again:
+            pool.submit(entry, result_required=not self.runner.times_process, checksum=self.trials.reference_checksum())
+        return again
+
+    @contextlib.contextmanager
+    def writing_stops_the_study(self) -> Iterator[None]:
+        """A file of the study that cannot be written (a read-only or full disk) ends the study with one line: at its
+        start a ConfigError naming study.root, later a StudyError; the trials recorded until then are kept."""
+        try:
+            yield
+        except OSError as error:
+            if error.errno not in WRITE_FAILURES:
+                raise
+            where = error.filename or self.directory
+            if not hasattr(self, "table"):
+                raise ConfigError(f"study.root: cannot write the study in {where}: {error.strerror}") from None
+            raise StudyError(f"the study stopped: cannot write {where}: {error.strerror}; the trials recorded are "
+                             f"kept: run the same command again to resume") from None
+
+    def begin(self) -> None:
+        """Create the study directory, take its lock, read its table; write the configuration; prepare the workload."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.lock.acquire()
+        check_resumable(self.directory, self.config)
+        table = StudyTable(self.directory / TABLE)
+        write_atomically(self.directory / CONFIG, OmegaConf.to_yaml(self.config, resolve=True))
+        self.table = table
+        self.trials = Trials(table, self.workload, self.settings)
+        self.search: Search | None = None  # once the strategy is set up
+        resumed = len(self.table.rows)
+        state = f"resuming after {resumed} trials" if resumed else "new"
+        self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
+                            f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
+        if self.workload.prepare:
+            self.progress.print("preparing the workload (its data is reused when complete)...")
+        self.runner.prepare_or_fail()
+
+    def launch_defaults(self) -> InFlight | dict[str, Any] | None:
+        """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running
+        again, or handed to the launcher now: in full, unless runner.defaults_timeout bounds it)."""
+        if self.trials.measured_defaults() is not None:
+            return None
+        left = next((entry for entry in self.scheduler.pool.flying.values() if entry.kind == Kind.DEFAULT), None)
+        if left is not None:
+            return left
+        self.progress.running(self.table.next_trial(), None, self.baseline)
+        return self.scheduler.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.trials.timeout(None),
+                           self.settings.runner.defaults_timeout)
+
+    def defaults(self, launched: InFlight | dict[str, Any] | None) -> dict[str, Any]:
+        """The defaults' first trial (``launched`` by ``launch_defaults``), once it has ended. Its failure ends the
+        study."""
+        done = self.trials.measured_defaults()
+        if launched is None and done is not None:
+            if done["measured_by"] == RESULT:
+                self.runner.require_result()
+            return done
+        row = self.scheduler.wait_for(launched) if isinstance(launched, InFlight) else launched
+        self.report(row, None)
+        if row["measured_by"] == RESULT:
+            self.runner.require_result()
+        if row["status"] is Status.FAILED:
+            failure = f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip()
+        else:
+            failure = self.pager_unused(row)
+        if failure:
+            for entry in [entry for entry in self.scheduler.pool.flying.values() if entry.kind == Kind.SEARCH]:
+                self.scheduler.pool.drop(entry)  # started alongside the defaults: not measured, not to be run again
+            raise StudyError(failure)
+        return row
+
+    def pager_unused(self, default: Mapping[str, Any]) -> str | None:
+        """Why a program that does not use the pager has nothing to tune (the study stops after the defaults)."""
+        if (self.strategy_name == "default" or self.settings.trials == 0 or default["status"] is not Status.OK
+                or (default["faults"] or 0) > 0):
+            return None  # nothing to tune, or a run stopped before it could print its statistics
+        seen = ("printed no pager statistics" if default["faults"] is None
+                else "took no page faults through the pager")
+        return (f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the pager, so its "
+                f"paging parameters cannot change its time; tuning would measure noise. Run it on autopager (link "
+                f"libumap, or use autopager.memmap) and tune again")
+
+    def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
+        """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
+        and the study goes on."""
+        if self.mmap_runner is None:
+            return None
+        done = [row for row in self.table.rows if row["kind"] is Kind.MMAP]
+        if done:
+            return done[-1]
+        limit = format_size(self.mmap_runner.memory_limit)
+        left = next((entry for entry in self.scheduler.pool.flying.values() if entry.kind == Kind.MMAP), None)
+        if left is not None:  # left in flight by a killed tuner, and running again
+            row = self.scheduler.wait_for(left)
+        else:  # on a node, in a memory cgroup there
+            self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
+            row = self.scheduler.run_trial({}, Kind.MMAP, Proposal.starting(), self.trials.timeout(default), None)
+        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
+                        else f"FAILED ({row['error']})")
+        self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
+        return row
+
+    def confirm(self, default: Mapping[str, Any]) -> Verdict | None:
+        """The defaults and the best few trials measured again in interleaved rounds (autopager.tuner.confirmation)."""
+        if self.settings.confirm.rounds == 0:
+            return None
+        profile_dir = Path(self.config.profile_dir).expanduser() if self.config.study.save_profile else None
+        return Confirmation(self.scheduler, self.space, self.settings, self.progress, profile_dir, default).run()
+
+    def shown_limit(self, limit: int | None) -> int | None:
+        """The last trial number of the search, as planned from its start so that it does not grow: trial numbers
+        count the defaults' runs (those planned among ``limit`` search trials: one every noise.defaults_every, up
+        to noise.defaults_runs) and the kernel-mmap row too."""
+        if limit is None:
+            return None
+        noise = self.settings.noise
+        planned = 1 + min(max(0, noise.defaults_runs - 1), max(0, limit - 1) // max(1, noise.defaults_every))
+        defaults = max(planned, sum(row["kind"] is Kind.DEFAULT for row in self.table.rows))
+        return limit + defaults + (self.mmap_runner is not None) - 1
+
+    def report(self, row: Mapping[str, Any], limit: int | None) -> None:
+        best = self.trials.incumbent()
+        runs = defaults_runs(self.table.rows)
+        measured = self.trials.measured_defaults()
+        self.progress.trial(row, self.shown_limit(limit), best and best["value"],
+                            statistics.median(runs) if runs else None, measured and measured["trial"])
+        self.write_summary()
+
+    # --- the end ---------------------------------------------------------------------------------------
+
+    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None, strategy: Strategy,
+               verdict: Verdict | None) -> dict[str, Any]:
+        best = self.trials.incumbent()
+        metric, goal = self.workload.metric, self.workload.goal
+        rows = [row for row in self.table.rows if row["kind"] is not Kind.MMAP]
+        failed = sum(row["status"] is Status.FAILED for row in rows)
+        capped = sum(row["status"] is Status.CAPPED and row["kind"] is Kind.SEARCH for row in rows)
+        reused = sum(row["kind"] is Kind.REUSED for row in rows)
+        reference = self.trials.defaults_value(default)
+        gain = goal.speedup(best["value"], reference[0])
+        runs = len(defaults_runs(self.table.rows))
+        of_runs = f"median of {runs} runs" if runs > 1 else "1 run"
+        lines = [("study", str(self.directory)),
+                 ("best measured", f"{format_value(best['value'], metric)} (trial {best['trial']}, "
+                                   f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
+                 ("parameters", show_params(row_params(best))),
+                 ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
+                                           f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)}"
+                                           f"{'' if reference[1] else f', {of_runs} during the search'}"
+                                           f"{defaults_pages(default)})")]
+        modelled = strategy.modelled_best()
+        if modelled is not None:
+            params, mean, sem = modelled
+            error = f" +- {sem:.3g}" if sem is not None else ""
+            lines.append(("Ax's modelled best",
+                          f"{format_value(mean, metric)}{error} predicted: {show_params(params)}"))
+        pagesize = outcome.pagesize_best(self.directory, OmegaConf.to_container(self.config.workload, resolve=True), goal)
+        if pagesize:
+            lines.append(("speedup over page size", f"{goal.speedup(best['value'], pagesize[0]):.2f}x "
+                                                    f"(page-size-only best: {format_value(pagesize[0], metric)})"))
+        if kernel is not None:
+            lines.append(("speedup over kernel mmap", f"{goal.speedup(best['value'], kernel['value']):.2f}x "
+                                                      f"(kernel mmap: {format_value(kernel['value'], metric)})"
+                          if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
+        measured_noise = relative_noise(defaults_runs(self.table.rows))
+        lines.append(("noise", f"+-{100 * self.trials.noise():.1f}% a run (the spread of the defaults' {runs} runs)"
+                      if measured_noise is not None else f"+-{100 * self.trials.noise():.1f}% a run, assumed (noise.assumed): "
+                      f"{'the defaults ran once' if runs == 1 else 'no run of the defaults measured it'}"))
+        if verdict is not None:
+            lines += outcome.confirmed_lines(verdict, metric, self.table.rows)
+        lines += outcome.read_amplification(self.workload, self.trials, best)
+        answered = f", {reused} answered from an earlier trial" if reused else ""
+        lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
+                  ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
+                                  f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
+        summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
+                   "speedup": gain, "trials": len(rows),
+                   "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.trials.tuning_seconds(),
+                   "profile": None, "verdict": verdict}
+        if self.config.study.save_profile:
+            record_of = functools.partial(outcome.profile_record, self.workload, self.strategy_name, self.trials,
+                                          self.directory, self.space.dimensions)
+            saved = outcome.save(record_of, Path(self.config.profile_dir).expanduser(), goal, best, default, gain, verdict,
+                                 summary)
+            lines.append(("profile", saved))
+        self.progress.summary(lines)
+        run = [row for row in self.trials.ok_rows() if row["kind"] in MEASURED]
+        top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
+        self.progress.table(top, list(self.space.dimensions))
+        self.write_summary(FINISHED)
+        return summary
+
+    def write_summary(self, state: str = RUNNING) -> None:
+        """summary.json beside the table, rewritten after every trial."""
+        if self.summary_writer is not None:
+            self.summary_writer(self.directory, state, None if self.search is None else self.search.limit)
