@@ -1,6 +1,6 @@
 """The heap extension against the kernel's swap: workloads/numpy_heap.py, arrays four times its memory limit.
 
-Two ways of running the same unmodified program in the same memory cgroup (autopager.memory_limit):
+Two ways of running the same unmodified program in the same memory cgroup (autopager.run.memory_limit):
   exec heap=DIR   `autopager exec heap=DIR` at the defaults: the pager serves its arrays from scratch files in DIR
   kernel swap     the program bare, swapping to a swap file in DIR (same disk): xmap's baseline
 in interleaved rounds (the order turned each round), medians of the rounds. The swap file is made with
@@ -32,7 +32,7 @@ from typing import Iterator, Optional
 from autopager.run.memory_limit import MemoryLimit
 from autopager.parameters import format_size, parse_size
 from experiments import REPO, RESULTS, pythonpath_with_repo
-from experiments.markdown import table as md_table
+from autopager.analysis.markdown import table as md_table
 
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
 OUT = RESULTS / "heap"

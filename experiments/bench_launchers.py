@@ -31,7 +31,8 @@ from pathlib import Path
 import pandas as pd
 
 from experiments import RESULTS, pythonpath_with_repo
-from experiments.markdown import number, table
+from autopager.analysis.markdown import table
+from experiments.markdown import number
 from experiments.ray_cluster import local_cluster
 
 OUT = RESULTS / "launchers"

@@ -47,7 +47,7 @@ from autopager.parameters import ENV_VARS, format_size, parse_size
 from autopager.run.workloads import locate_bin
 from experiments import REPO, RESULTS
 from experiments.llnl_build import add_source_arguments, llnl_prefix, without_shared_umap
-from experiments.markdown import table
+from autopager.analysis.markdown import table
 
 KERNEL = "mmap"
 UMAP_DEFAULT_PAGE = 4096  # LLNL UMap's page size when none is given

@@ -34,7 +34,7 @@ from autopager.run.nbdkit import Nbdkit
 from autopager.parameters import COMPRESSIONS, to_environment
 from autopager.run.workloads import Workload
 from experiments import RESULTS
-from experiments.markdown import table
+from autopager.analysis.markdown import table
 
 WORKLOADS = ("stream", "bfs", "randio")
 LINKS = ("none", "10G", "1G")  # nbdkit rate filter's rate=, bits per second; none: no filter

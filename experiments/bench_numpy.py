@@ -32,7 +32,7 @@ import autopager
 from autopager.run.page_cache import drop_page_cache
 from autopager.parameters import format_size, parse_size
 from experiments import RESULTS
-from experiments.markdown import table
+from autopager.analysis.markdown import table
 
 OUT = RESULTS / "numpy"
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from autopager.run.memory_limit import MemoryLimit
 from autopager.run.page_cache import drop_page_cache
 from experiments import REPO, RESULTS
-from experiments.markdown import table
+from autopager.analysis.markdown import table
 
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 

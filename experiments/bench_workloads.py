@@ -46,7 +46,7 @@ from autopager.run.disk import read_ahead_of_disk, storage
 from autopager.run.runner import Measurement, Runner
 from autopager.run.workloads import Workload
 from experiments import REPO, RESULTS, pythonpath_with_repo
-from experiments.markdown import table
+from autopager.analysis.markdown import table
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
              "numpy_gather")

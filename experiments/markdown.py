@@ -1,18 +1,8 @@
-"""Markdown tables and number formats for the experiments' pages; the table itself is autopager's writer."""
+"""Number formats for the experiments' pages (their tables: autopager.analysis.markdown.table)."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
-
-import pandas as pd
-
-from autopager.analysis.markdown import table as markdown_table
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A Markdown table of ``rows`` (cells as written, None as ``-``)."""
-    cells = [["-" if cell is None else str(cell) for cell in row] for row in rows]
-    return markdown_table(pd.DataFrame(cells, columns=list(header)))
+from typing import Any
 
 
 def missing(value: Any) -> bool:

@@ -22,6 +22,7 @@ from autopager.tuner.config import compose
 from autopager.tuner.space import Space
 from autopager.run.synthetic import cost
 from experiments import CONFIG_SEARCH_PATH
+from autopager.analysis.markdown import table as markdown_table
 from experiments import markdown as md
 from experiments.evaluation.plan import Size
 
@@ -86,7 +87,7 @@ def summary(table: pd.DataFrame) -> str:
         "given, Sobol draws, then the model's fit and acquisition each trial). Variants: `out-of-the-box` (Ax's "
         "acquisition optimizer: 20 restarts, 1024 raw samples; torch with a thread a core), `one-thread` (the "
         "same, one torch thread), `tuner` (`configs/strategy/ax.yaml`: one thread, 8 restarts, 256 raw samples).",
-        md.table(header, rows)])
+        markdown_table(header, rows)])
 
 
 def measure_overhead(variant: str, seeds: int, out: Path, command: str) -> Path:

@@ -5,7 +5,7 @@ studies with the evaluation's repeats: the cgroup's limit is the one the pager's
 buffer, its pages' bookkeeping and what any run of the program uses beside its data, and the page tables of
 the data), and the page cache is dropped before each run. The
 result is kept as ``<out>/kernel/<scale>/<workload>.json`` (a second evaluation run reuses it). A spec with a
-read-ahead runs with the data's disk set to it (``autopager.machine.read_ahead_of_disk``, restored after), kept as
+read-ahead runs with the data's disk set to it (``autopager.run.disk.read_ahead_of_disk``, restored after), kept as
 ``<workload>-ra<KiB>.json``; every record states the disk's read-ahead its runs had.
 """
 from __future__ import annotations

@@ -20,6 +20,7 @@ from autopager.analysis.machine_table import describe
 from autopager.run.memory_limit import pager_memory
 from autopager.parameters import format_size
 from autopager.run.workloads import Workload
+from autopager.analysis.markdown import table as markdown_table
 from experiments import markdown as md
 from experiments.evaluation.figures import KERNELS, against, collect, finished, tuned_parts
 from experiments.evaluation.findings import findings
@@ -67,7 +68,7 @@ def versus(figures: pd.DataFrame, plan: Plan, side_by_side: dict[tuple[str, str]
                   ratio_text(against(tuned, part.loc[m] if m in part.index else None)) for m in REFERENCES]
         rows.append([workload, scale, tuned.metric, f"{md.number(tuned.value)} ({tuned.method})",
                      md.seconds(tuned.run_seconds, 1), confirmed, *others])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def same_rounds(records: dict[tuple[str, str], dict]) -> str:
@@ -84,7 +85,7 @@ def same_rounds(records: dict[tuple[str, str], dict]) -> str:
                      f"({record['tuned_method']})", len({run["round"] for run in record["runs"]}),
                      md.number(statistics.median(tuned) if tuned else None), ratio_text(ratios.get("default")),
                      kernel, ratio_text(ratios.get(f"mmap-ra{KERNEL_READ_AHEAD_KIB}"))])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def llnl_rounds(records: dict[tuple[str, str], dict]) -> str:
@@ -102,13 +103,13 @@ def llnl_rounds(records: dict[tuple[str, str], dict]) -> str:
                      f"{md.seconds(record['value'], 1)} ({record['page_size']})", md.seconds(ours[OURS_DEFAULT], 1),
                      ratio_text(ratios.get(OURS_DEFAULT)), f"{md.seconds(ours[TUNED], 1)} ({record['tuned_method']}, "
                      f"{format_size(record['tuned_params']['page_size'])})", ratio_text(ratios.get(TUNED))])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def measured(figures: pd.DataFrame) -> str:
     """Every reference's median and range, stated with what it was (read-ahead, page size)."""
     part = figures[figures.method.isin(REFERENCES)]
-    return md.table(["workload", "scale", "what", "median", "min", "max", "runs", "a run"],
+    return markdown_table(["workload", "scale", "what", "median", "min", "max", "runs", "a run"],
                     [[r.workload, r.scale, reference_name(r), md.number(r.value), md.number(r.low),
                       md.number(r.high), md.number(r.runs), md.seconds(r.run_seconds, 1)] for _, r in part.iterrows()])
 
@@ -130,7 +131,7 @@ def tuning_time(figures: pd.DataFrame, plan: Plan) -> str:
             entries = [tuning_cost(part.loc[m]) if m in part.index else "-" for m in methods]
             if any(entry != "-" for entry in entries):
                 rows.append([workload, scale, *entries])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def confirmed_text(row: pd.Series | None) -> str:
@@ -154,7 +155,7 @@ def ax_versus_grid(figures: pd.DataFrame, plan: Plan) -> str:
         rows.append([workload, confirmed_text(ax), confirmed_text(grid), same, md.seconds(ax.wall_seconds),
                      md.seconds(grid.wall_seconds), md.number(ax.trials), md.number(grid.trials), md.times(cost),
                      md.seconds(ax.time_to_best_seconds)])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def ax_over_seeds(figures: pd.DataFrame, plan: Plan) -> str:
@@ -175,7 +176,7 @@ def ax_over_seeds(figures: pd.DataFrame, plan: Plan) -> str:
             page = row.page_size if md.missing(row.page_size) else format_size(int(row.page_size))
             rows.append([workload, seed, confirmed, page, md.seconds(row.run_seconds, 1),
                          md.seconds(row.wall_seconds), md.seconds(row.time_to_best_seconds)])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def transfer(figures: pd.DataFrame, plan: Plan) -> str:
@@ -192,7 +193,7 @@ def transfer(figures: pd.DataFrame, plan: Plan) -> str:
         ratio = against(moved, large.loc["default"])
         rows.append([workload, confirmed_text(small.loc["ax"] if "ax" in small.index else None), ratio_text(ratio),
                      confirmed_text(large.loc["ax"] if "ax" in large.index else None)])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def workload_at(workload: str, size: Size, places: Places) -> tuple[Workload, int]:
@@ -213,7 +214,7 @@ def setup(plan: Plan, places: Places) -> str:
             data = sum(path.stat().st_size for path in workload.data_paths())
             rows.append([w, scale, size.size, f"{data / 2**20:.0f} MiB", size.buffer, f"4KiB..{size.largest_page}",
                          format_size(limit)])
-    return md.table(header, rows)
+    return markdown_table(header, rows)
 
 
 def failures(places: Places) -> str:
@@ -225,7 +226,7 @@ def failures(places: Places) -> str:
     bad = last[last.status != "ok"]
     if bad.empty:
         return f"Every one of the {len(last)} steps finished."
-    return md.table(["step", "status", "why"], [[r.step, r.status, r.error] for _, r in bad.iterrows()])
+    return markdown_table(["step", "status", "why"], [[r.step, r.status, r.error] for _, r in bad.iterrows()])
 
 
 def write_report(plan: Plan, places: Places, command: str) -> Path:

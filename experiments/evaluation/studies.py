@@ -118,6 +118,6 @@ def load_optimizer() -> None:
     evaluation logs the import's own time as a step); and one thread for torch (Ax's model fits): on a loaded
     two-core machine its default of one thread a core made each Bayesian step take 20 s instead of 2 s."""
     import torch
-    import autopager.strategies.ax  # noqa: F401
+    import autopager.tuner.strategies.ax  # noqa: F401
     from ax import Client  # noqa: F401
     torch.set_num_threads(1)
