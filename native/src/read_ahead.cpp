@@ -4,10 +4,12 @@
 
 namespace autopager {
 
-ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window)
+ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window,
+                                   std::uint64_t shared_window)
     : read_ahead_(read_ahead),
       run_pages_(std::max(run_pages, 1u)),
-      most_window_(std::max<std::uint64_t>(most_window, read_ahead)) {}
+      most_window_(std::max<std::uint64_t>(most_window, read_ahead)),
+      shared_window_(shared_window) {}
 
 std::uint64_t ReadAheadStreams::run_of(const Stream& s) const {
   return std::clamp<std::uint64_t>(s.window / (2 * std::uint64_t{read_ahead_}), 1, run_pages_);
@@ -15,8 +17,16 @@ std::uint64_t ReadAheadStreams::run_of(const Stream& s) const {
 
 ReadAheadStreams ReadAheadStreams::for_config(const Config& config, unsigned run_pages) {
   constexpr std::uint64_t kMostWindowBytes = 64u << 20;
-  return ReadAheadStreams(config.read_ahead, run_pages,
-                          std::min<std::uint64_t>(config.buffer_pages / 4, kMostWindowBytes / config.page_size));
+  const std::uint64_t eighth = config.buffer_pages / 8;
+  return ReadAheadStreams(config.read_ahead, run_pages, std::min<std::uint64_t>(eighth, kMostWindowBytes / config.page_size),
+                          eighth);
+}
+
+std::uint64_t ReadAheadStreams::window_cap() const {
+  std::uint64_t in_use = 0;
+  for (const Stream& s : streams_) in_use += s.window != 0 && s.direction != 0 && clock_ - s.last_use <= kIdleFaults;
+  const std::uint64_t share = shared_window_ / std::max<std::uint64_t>(in_use, 1);
+  return std::min(most_window_, std::max<std::uint64_t>(share, read_ahead_));
 }
 
 bool ReadAheadStreams::Stream::ahead(std::uint64_t page, int towards, std::uint64_t reach) const {
@@ -56,9 +66,9 @@ ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page) {
     for (int towards : {1, -1}) {
       if (s.window == 0 || s.direction == -towards || !s.ahead(page, towards, s.window + 1)) continue;
       s.direction = towards;
-      s.window = std::min(2 * s.window, most_window_);
       s.newest_fault = page;
       s.last_use = clock_;
+      s.window = std::min(2 * s.window, window_cap());
       return Reads{static_cast<Direction>(towards), run_of(s)};
     }
   }

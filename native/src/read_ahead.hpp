@@ -16,7 +16,11 @@
 // apart and look like one, and reading a megabyte at each would multiply its reads. So with the default page
 // (the system page, config.hpp) the unit a fault reads follows the faults: a page for an isolated fault,
 // runs doubling along a stream up to `read_ahead_run` bytes, and a page again once random faults have
-// replaced the stream. Streams a fault continues stay followed; a new fault replaces the oldest stream that
+// replaced the stream. A stream's window is at most an eighth of the buffer, and the windows of the streams
+// in use share another eighth between them: a small buffer fills at the high water mark and is evicted down
+// to the low one, and windows that add up to more than that gap evict their own pages before the program
+// reaches them (STREAM's three arrays at a quarter of the buffer each read its data twice over, and nearly
+// a hundred times over an NBD export, where read-ahead keeps far more in flight). Streams a fault continues stay followed; a new fault replaces the oldest stream that
 // has not shown a direction yet, or a stream idle for kIdleFaults faults of the region, so that random faults
 // between the merges of a sort or a BFS frontier and its offsets do not push the streams out.
 // Read-ahead pages are installed clean (write-protected where writes are tracked), whatever the stream's
@@ -43,9 +47,11 @@ class ReadAheadStreams {
   };
 
   // `read_ahead`: reads kept in flight for a stream, each of up to `run_pages` pages; `most_window`: pages
-  // a stream may run ahead of its newest fault.
-  ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window);
-  // A window of at most a quarter of the buffer and 64 MiB.
+  // a stream may run ahead of its newest fault; `shared_window`: pages the streams in use may run ahead of
+  // their faults together, shared evenly (no stream below `read_ahead`).
+  ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window,
+                   std::uint64_t shared_window = UINT64_MAX);
+  // A window of at most an eighth of the buffer and 64 MiB, the streams' windows an eighth together.
   static ReadAheadStreams for_config(const Config& config, unsigned run_pages);
 
   // A fault on the missing `page`: starts a stream (kNone), or continues one, widens its window and says
@@ -79,6 +85,8 @@ class ReadAheadStreams {
 
   // The stream a new fault takes the place of.
   Stream& replaced();
+  // The most a stream's window may grow to now: its share of shared_window among the streams in use.
+  std::uint64_t window_cap() const;
 
   // The pages each read of stream `s` covers: one until its window is twice read_ahead, then growing with it.
   std::uint64_t run_of(const Stream& s) const;
@@ -86,6 +94,7 @@ class ReadAheadStreams {
   const unsigned read_ahead_;
   const unsigned run_pages_;
   const std::uint64_t most_window_;
+  const std::uint64_t shared_window_;
   std::array<Stream, kStreams> streams_{};
   std::uint64_t clock_ = 0;
 };

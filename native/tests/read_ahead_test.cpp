@@ -88,6 +88,37 @@ TEST(ReadAheadDecision, RunsShrinkWhenThePatternTurnsRandom) {
   EXPECT_EQ(again.run, 1u);
 }
 
+// How far ahead of its newest fault `fault` a forward stream reads: the farthest page its completed reads (a
+// page each) go on to.
+std::uint64_t reach_of(const ReadAheadStreams& s, std::uint64_t fault) {
+  std::uint64_t page = fault + 1, next = 0;
+  ReadAheadStreams::Reads reads;
+  while (s.next_after(page, 1, next, reads)) page = next;
+  return page - fault;
+}
+
+// A stream alone grows to the most window; streams in use at once share the shared window evenly, the first
+// one's window shrinking to its share as the others start.
+TEST(ReadAheadDecision, StreamsInUseShareTheirWindow) {
+  constexpr std::uint64_t kMost = 1024, kShared = 1536;
+  ReadAheadStreams alone(kReadAhead, kRunPages, kMost, kShared);
+  for (std::uint64_t page = 1000; page < 1030; ++page) alone.fault(page);
+  EXPECT_GE(reach_of(alone, 1029), kMost - kReadAhead);
+  EXPECT_LE(reach_of(alone, 1029), kMost);
+
+  ReadAheadStreams three(kReadAhead, kRunPages, kMost, kShared);
+  const std::uint64_t starts[] = {100000, 500000, 900000};
+  for (std::uint64_t step = 0; step < 30; ++step) {
+    three.fault(starts[0] + step);
+    if (step >= 10)
+      for (int k = 1; k < 3; ++k) three.fault(starts[k] + step);
+  }
+  for (std::uint64_t start : starts) {
+    EXPECT_LE(reach_of(three, start + 29), kShared / 3) << start;
+    EXPECT_GE(reach_of(three, start + 29), kShared / 3 - kReadAhead) << start;
+  }
+}
+
 TEST(ReadAheadDecision, NoReadAheadReadsNothing) {
   ReadAheadStreams s(0, kRunPages, kMostWindow);
   for (std::uint64_t page = 0; page < 10; ++page) EXPECT_EQ(s.fault(page).direction, Direction::kNone);

@@ -178,6 +178,29 @@ TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
+// STREAM's pattern in a buffer far smaller than its arrays: two arrays read and a third written, a page of each
+// in turn. The three streams' read-ahead windows together stay within what eviction leaves free, so each page is
+// read about once; with a window of a quarter of the buffer each, read-ahead evicted its own pages before the
+// program reached them, and the arrays were read nearly twice.
+TEST(ReadFaults, InterleavedStreamsInASmallBufferReadTheirDataOnce) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = 4 * system_page_size();
+  const std::uint64_t buffer = 1024, array = 2048 * page;
+  ScratchFile file(3 * array);
+  Pager pager(small_config(page, buffer));
+  auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), 3 * array));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t at = 0; at < array; at += 512) {
+    wrong += bytes[at] != pattern_byte(at, 1);
+    wrong += bytes[array + at] != pattern_byte(array + at, 1);
+    bytes[2 * array + at] = bytes[at] ^ bytes[array + at];
+  }
+  EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_LE(s.bytes_read, 3 * array + 3 * array / 10) << s.to_json();
+  EXPECT_TRUE(pager.unmap(bytes));
+}
+
 // A loop over four times the buffer: under plain FIFO every page is evicted before the loop comes round
 // again; with evict_retain the first pages filled stay, and the second round finds them resident.
 TEST(Eviction, RetainedPagesOutliveALoopOverMoreThanTheBuffer) {
