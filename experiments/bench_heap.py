@@ -54,7 +54,7 @@ from autopager.parameters import format_size, parse_size
 from autopager.run.disk import bytes_read_from_disk, bytes_written_to_disk, storage
 from autopager.run.memory_limit import MemoryLimit
 from autopager.run.pagerstats import pager_stats
-from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments import REPO, RESULTS, pythonpath_with_repo, stop_on_termination
 from experiments.markdown import seconds as seconds_text, times
 
 PROGRAM = REPO / "workloads" / "numpy_heap.py"
@@ -74,10 +74,6 @@ def check_no_other_swap(ours: Path | None = None) -> None:
     others = [name for name in swaps_on() if ours is None or name != str(ours)]
     if others:
         raise SystemExit(f"bench_heap: other swap is on ({', '.join(others)}); turn it off (swapoff) first")
-
-
-def stop_on_signal(signum: int, _frame) -> None:
-    raise SystemExit(f"bench_heap: stopped by signal {signal.Signals(signum).name}")
 
 
 @contextlib.contextmanager
@@ -225,8 +221,7 @@ def main(argv: Optional[list] = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = args.out / f"bench_heap_{stamp}"
-    for signum in STOPPING[1:]:
-        signal.signal(signum, stop_on_signal)
+    stop_on_termination("bench_heap")
     swap_path = args.dir / f"bench_heap-{os.getpid()}.swap"
     with swap_file(swap_path, args.size + (256 << 20)), open(f"{name}.runs.jsonl", "w") as raw:
         for round_number in range(1, args.rounds + 1):
