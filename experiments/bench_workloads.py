@@ -15,6 +15,11 @@ pager variant runs with each build's workload programs, interleaved with the oth
     sudo python3 -m experiments.bench_workloads --workloads bfs --page-sizes 2MiB --variant page_size=2MiB,huge_pages=on \
         --perf dTLB-load-misses
 
+A variant with huge_pages on (or auto) has a free 2 MiB huge page for every 2 MiB of the workload's buffer during
+that workload's runs: the pool (/proc/sys/vm/nr_hugepages) is grown by what is missing and put back after
+(experiments/huge_page_pool.py); the report says what was done. In memory, the buffer larger than the data:
+--set workload.buffer_size=... .
+
 --perf EVENTS counts those events (perf stat -a, the whole machine: run it alone) over each run; the report gives
 each one's medians, or says the machine has no such counter (a VM without the CPU's performance counters).
 
@@ -45,7 +50,8 @@ from autopager.exec import environment_with
 from autopager.run.disk import read_ahead_of_disk, storage
 from autopager.run.runner import Measurement, Runner
 from autopager.run.workloads import Workload
-from experiments import REPO, RESULTS, pythonpath_with_repo
+from experiments import REPO, RESULTS, pythonpath_with_repo, stop_on_termination
+from experiments.huge_page_pool import huge_pages_for, huge_pages_free
 from autopager.analysis.markdown import table
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
@@ -131,6 +137,7 @@ class Row:
     workload: Workload
     limit: int
     runs: dict[str, list[dict]] = field(default_factory=dict)
+    huge_pages: str = ""  # what the huge-page pool had for its runs
 
     def median(self, label: str) -> float | None:
         values = [r["value"] for r in self.runs.get(label, []) if r.get("value") is not None]
@@ -195,6 +202,30 @@ def perf_report(rows: list[Row], variants: list[Variant], events: str) -> str:
         text += (f"\n{event} (perf stat -a, median of the runs)\n\n"
                  + table(["workload", *[v.label for v in variants]], lines) + "\n")
     return text
+
+
+def huge_pages_wanted(workload: Workload, variants: list[Variant]) -> int:
+    """Free huge pages the runs need: a buffer's worth where a variant maps huge pages (on, or auto), else none."""
+    if any(v.params.get("huge_pages") in ("on", "auto") for v in variants):
+        return huge_pages_for(workload.buffer_size)
+    return 0
+
+
+def huge_page_report(rows: list[Row], variants: list[Variant]) -> str:
+    """Each variant in huge pages against the one of the same parameters in the system's pages (huge_pages off or
+    not given), where there is one."""
+    def others(variant: Variant) -> dict:
+        return {name: value for name, value in variant.params.items() if name != "huge_pages"}
+
+    pairs = [(huge, plain) for huge in variants if huge.params.get("huge_pages") in ("on", "auto")
+             for plain in variants if plain.pager and plain.programs == huge.programs
+             and plain.params.get("huge_pages", "off") == "off" and others(plain) == others(huge)]
+    if not pairs:
+        return ""
+    lines = [[row.workload.name, *[ratio_text(speedup(row.workload, row.median(huge.label), row.median(plain.label)))
+                                   for huge, plain in pairs]] for row in rows]
+    return ("\nHuge pages against the system's pages at the same parameters (speedup)\n\n"
+            + table(["workload", *[f"{huge.label} vs {plain.label}" for huge, plain in pairs]], lines) + "\n")
 
 
 def speedup(workload: Workload, value: float | None, baseline: float | None) -> float | None:
@@ -278,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("bench_workloads: run as root (drop_caches, memory cgroups, userfaultfd)")
+    stop_on_termination("bench_workloads")
     variants = [Variant(KERNEL, False)]
     variants += [Variant(f"{KERNEL} ra={kib}KiB", False, read_ahead_kib=int(kib))
                  for kib in args.kernel_read_ahead.split(",") if kib]
@@ -301,17 +333,18 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(workload.prepare_argv(), check=True)
             row = Row(workload, pager_memory(workload, args.headroom))
             rows.append(row)
-            for repeat in range(args.repeats):
-                for variant in in_turn(variants, repeat):
-                    earlier = row.runs.setdefault(variant.label, [])
-                    if any((r.get("error") or "").startswith("timed out") for r in earlier):
-                        continue
-                    result = run_once(workload, variant, row.limit, args.timeout, args.perf)
-                    earlier.append(result)
-                    raw.write(json.dumps(result) + "\n")
-                    raw.flush()
-                    shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
-                    print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
+            with huge_pages_free(huge_pages_wanted(workload, variants)) as row.huge_pages:
+                for repeat in range(args.repeats):
+                    for variant in in_turn(variants, repeat):
+                        earlier = row.runs.setdefault(variant.label, [])
+                        if any((r.get("error") or "").startswith("timed out") for r in earlier):
+                            continue
+                        result = run_once(workload, variant, row.limit, args.timeout, args.perf)
+                        earlier.append(result)
+                        raw.write(json.dumps(result) + "\n")
+                        raw.flush()
+                        shown = result["error"] or f"{result['value']:.4g} {result['metric']}"
+                        print(f"{name} {variant.label} #{repeat + 1}: {shown}", file=sys.stderr, flush=True)
     header, lines = summary_table(rows, variants)
     run_loads = [run["load"] for row in rows for runs in row.runs.values() for run in runs]
     with open(out / "workloads.csv", "w", newline="") as f:
@@ -327,7 +360,10 @@ def main(argv: list[str] | None = None) -> int:
               f"Load average (5 min) at start and end: {load_before:.1f}, {os.getloadavg()[1]:.1f}; "
               f"(1 min) at the start of a run: at most {max(run_loads, default=0):.2f}.\n\n"
               f"Command: `python3 -m experiments.bench_workloads {' '.join(argv or sys.argv[1:])}`\n\n"
-              + table(header, lines) + "\n" + (perf_report(rows, variants, args.perf) if args.perf else ""))
+              + "".join(f"Huge pages for {row.workload.name}: {row.huge_pages}.\n\n" for row in rows
+                        if huge_pages_wanted(row.workload, variants))
+              + table(header, lines) + "\n" + huge_page_report(rows, variants)
+              + (perf_report(rows, variants, args.perf) if args.perf else ""))
     (out / "workloads.md").write_text(report)
     print(report)
     return 0

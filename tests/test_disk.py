@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from autopager.run.disk import bytes_read_from_disk, read_ahead_file, read_ahead_of_disk, storage
+from autopager.run.disk import bytes_read_from_disk, bytes_written_to_disk, read_ahead_file, read_ahead_of_disk, storage
 
 
 def disk_setting(tmp_path: Path) -> Path:
@@ -57,3 +57,15 @@ def test_bytes_read_from_disk_count_a_read_past_the_page_cache(tmp_path):
     finally:
         os.close(fd)
     assert after - before >= size
+
+
+def test_bytes_written_to_disk_count_a_write_once_synced(tmp_path):
+    if bytes_written_to_disk(tmp_path) is None:
+        pytest.skip(f"{tmp_path} is not on a block device with write counters")
+    size = 4 << 20
+    before = bytes_written_to_disk(tmp_path)
+    with open(tmp_path / "data", "wb") as out:
+        out.write(os.urandom(size))
+        out.flush()
+        os.fsync(out.fileno())
+    assert bytes_written_to_disk(tmp_path) - before >= size

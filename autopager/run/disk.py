@@ -48,13 +48,23 @@ def read_ahead_of_disk(path: Path, kib: int | None) -> Iterator[None]:
             setting.write_text(before)
 
 
-def bytes_read_from_disk(path: Path) -> int | None:
-    """Bytes read so far from the block device holding ``path`` (its sectors read, /sys/.../stat); None if unknown."""
+def _sectors(path: Path, field: int) -> int | None:
+    """A sector count (``field`` of /sys/.../stat) of the block device holding ``path``, in bytes; None if unknown."""
     block = block_device(path)
     stat = block / "stat" if block is not None else None
     if stat is None or not stat.exists():
         return None
-    return int(stat.read_text().split()[2]) * 512
+    return int(stat.read_text().split()[field]) * 512
+
+
+def bytes_read_from_disk(path: Path) -> int | None:
+    """Bytes read so far from the block device holding ``path`` (its sectors read); None if unknown."""
+    return _sectors(path, 2)
+
+
+def bytes_written_to_disk(path: Path) -> int | None:
+    """Bytes written so far to the block device holding ``path`` (its sectors written); None if unknown."""
+    return _sectors(path, 6)
 
 
 def storage(path: Path) -> str:

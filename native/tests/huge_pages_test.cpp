@@ -72,6 +72,17 @@ class HugePagePool {
     if (!(pool).why().empty()) GTEST_SKIP() << "no huge pages: " << (pool).why(); \
   } while (0)
 
+// The tests of a pager of 2 MiB pages in huge pages: each starts with kPoolPages huge pages free (the largest buffer
+// among them), the pool put back after it, or is skipped, saying why.
+class InHugePages : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t kPoolPages = 8;
+  void SetUp() override { REQUIRE_HUGE_PAGES(pool_); }
+
+ private:
+  HugePagePool pool_{kPoolPages};
+};
+
 // The page size the kernel maps `address` with (KernelPageSize in /proc/self/smaps), 0 when it is in no mapping.
 std::size_t kernel_page_size(const void* address) {
   std::ifstream smaps("/proc/self/smaps");
@@ -147,11 +158,9 @@ INSTANTIATE_TEST_SUITE_P(PageSizes, RoundTrip, ::testing::Values(2 * kMiB, 4 * k
 
 // 24 pages through a buffer of 8: every page is evicted and faulted again, written ones are written back, and
 // the pool has every huge page back once the region is gone.
-TEST(HugePages, AFileLargerThanTheBufferIsEvictedAndFaultedAgain) {
+TEST_F(InHugePages, AFileLargerThanTheBufferIsEvictedAndFaultedAgain) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 8, pages = 24;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   const std::uint64_t free_before = available_huge_pages();
   {
     MappedFile mapped(buffer, pages, 5);
@@ -173,11 +182,9 @@ TEST(HugePages, AFileLargerThanTheBufferIsEvictedAndFaultedAgain) {
 }
 
 // Four threads write their own bytes and read others' all over a region four times the buffer.
-TEST(HugePages, ThreadsReadAndWriteUnderEvictionPressure) {
+TEST_F(InHugePages, ThreadsReadAndWriteUnderEvictionPressure) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 6, pages = 24;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   MappedFile mapped(buffer, pages, 6);
   const std::vector<std::uint8_t> original = mapped.expected;
   std::uint8_t* bytes = mapped.bytes;
@@ -205,13 +212,11 @@ TEST(HugePages, ThreadsReadAndWriteUnderEvictionPressure) {
 }
 
 // With the kernel's poison marker and with a signal to the faulting thread.
-class HugePageReadErrors : public ::testing::TestWithParam<bool> {};
+class HugePageReadErrors : public InHugePages, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(HugePageReadErrors, APageThatCannotBeReadIsSigbusUntilItCanBe) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 4, pages = 8, bad = 3;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   std::unique_ptr<ScopedEnv> no_poison;
   if (!GetParam()) no_poison = std::make_unique<ScopedEnv>("AUTOPAGER_DISABLE_UFFD_FEATURES", "poison");
   ScratchFile file(pages * page, 7);
@@ -240,11 +245,9 @@ INSTANTIATE_TEST_SUITE_P(Paths, HugePageReadErrors, ::testing::Bool(),
 
 // The pool emptied by another mapping after the pager started: a fault that finds no huge page is SIGBUS, as on
 // the kernel's hugetlb mapping, and is served once the pool has pages again.
-TEST(HugePages, AFaultWithNoHugePageLeftIsSigbus) {
+TEST_F(InHugePages, AFaultWithNoHugePageLeftIsSigbus) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 4, pages = 8;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   MappedFile mapped(buffer, pages, 12);
   std::uint8_t* bytes = mapped.bytes;
   const std::size_t hog_bytes = available_huge_pages() * kHugePageSize;
@@ -262,11 +265,9 @@ TEST(HugePages, AFaultWithNoHugePageLeftIsSigbus) {
   ASSERT_TRUE(mapped.pager.unmap(bytes));
 }
 
-TEST(HugePages, AFailedWriteBackIsReportedAndItsPagesKept) {
+TEST_F(InHugePages, AFailedWriteBackIsReportedAndItsPagesKept) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 8, pages = 4;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   ScratchFile file(pages * page, 8);
   std::vector<std::uint8_t> expected = file.contents();
   auto store = std::make_shared<FaultyFileStore>(file.path(), true);
@@ -286,11 +287,9 @@ TEST(HugePages, AFailedWriteBackIsReportedAndItsPagesKept) {
   EXPECT_EQ(wrong_bytes(file.contents(), expected), 0u);
 }
 
-TEST(HugePages, AForkedChildHasNoMappingAndTheParentKeepsItsPages) {
+TEST_F(InHugePages, AForkedChildHasNoMappingAndTheParentKeepsItsPages) {
   const std::size_t page = 2 * kMiB;
   const std::uint64_t buffer = 4, pages = 6;
-  HugePagePool pool(buffer);
-  REQUIRE_HUGE_PAGES(pool);
   MappedFile mapped(buffer, pages, 9);
   std::vector<std::uint8_t>& expected = mapped.expected;
   std::uint8_t* bytes = mapped.bytes;
