@@ -4,6 +4,7 @@ view of studies (studies, status, summary.json), warnings of a set-up that canno
 generation, the Python snippet from the repository's root, and the README's examples on the quick start's study."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -16,6 +17,8 @@ import numpy
 import pandas as pd
 import pytest
 
+from autopager.cli.tune import make_study
+from autopager.tuner.config import compose
 from conftest import REPO, TEST_WORKLOADS, autopager_process
 from test_kernel_mmap import cgroups_unavailable
 
@@ -125,8 +128,11 @@ def test_profile_list_has_a_header_and_the_buffer_and_export_has_formats(two_buf
     assert len(rows) == 2 and {row.split()[1] for row in rows} == {"1MiB", "64MiB"}, out
     name = next(row.split()[0] for row in rows if row.split()[1] == "1MiB")
     code, env, err = autopager("profile", "export", name)
-    assert code == 0 and re.fullmatch(r"(export UMAP_[A-Z_]+=\w+\n)+", env), env + err
-    variables = dict(line[len("export "):].split("=") for line in env.splitlines())
+    assert code == 0 and re.fullmatch(rf"# profile {re.escape(name)}\n(export UMAP_[A-Z_]+=\w+\n)+", env), env + err
+    variables = dict(line[len("export "):].split("=") for line in env.splitlines()[1:])
+    searched_nothing = next(row.split()[0] for row in rows if row.split()[1] == "64MiB")  # strategy=default's
+    code, out, err = autopager("profile", "export", searched_nothing)
+    assert code == 0 and out == f"# profile {searched_nothing} searched no parameter: the pager's defaults\n", out
     code, out, err = autopager("profile", "export", name, "--format", "json")
     assert code == 0 and json.loads(out)["environment"] == variables, out + err
     code, out, err = autopager("profile", "export", name, "--format=slurm")
@@ -225,11 +231,26 @@ def test_a_kernel_baseline_whose_cgroup_holds_the_data_says_so(tuner_home):
                      r"workload's data \(4MiB\): its figure is of data in memory, not paged", err), err
 
 
-def test_run_says_that_it_generates_the_data(tuner_home):
-    code, out, err = autopager("run", "workload=bfs", "workload.size=8", "workload.buffer_size=1MiB",
-                               "runner.page_cache=keep")
+def test_tune_and_run_say_that_they_generate_the_data(tuner_home):
+    bfs = ["workload=bfs", "workload.size=8", "workload.buffer_size=1MiB", "runner.page_cache=keep"]
+    preparing = "preparing the workload (its data is reused when complete)..."
+    code, out, err = autopager("tune", *bfs, "strategy=default", "confirm.rounds=0")
+    assert code == 0 and preparing in out.splitlines(), out + err
+    code, out, err = autopager("run", *bfs)
     assert code == 0, out + err
-    assert out.splitlines()[1] == "preparing the workload (its data is reused when complete)...", out
+    assert out.splitlines()[1] == preparing, out
+
+
+def test_the_readme_multirun_makes_one_study_a_combination(tuner_home):
+    readme = (REPO / "README.md").read_text()
+    sweep = re.search(r"^autopager tune -m (.*?)#", readme, re.M).group(1).split()
+    settings = [[f"{key}={value}" for value in values.split(",")] for key, values in (w.split("=", 1) for w in sweep)]
+    combinations = list(itertools.product(*settings))
+    directories = set()
+    for overrides in combinations:
+        config, choices = compose(list(overrides))
+        directories.add(make_study(config, choices).directory)
+    assert len(combinations) == 4 and len(directories) == 4, directories
 
 
 def test_the_python_snippet_runs_from_the_repository_root(tmp_path):
