@@ -286,3 +286,5 @@ def test_the_readme_names_the_study_its_quick_start_makes(tuner_home):
         if command != "dashboard":  # which serves until stopped
             code, out, err = autopager(command, name, *flags.split())
             assert code == 0, out + err
+    report = (tuner_home / "outputs" / study / "report" / "report.md").read_text()
+    assert re.search(r"The defaults: \S+ seconds \(their one run during the search\)", report), report

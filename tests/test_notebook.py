@@ -97,7 +97,6 @@ def test_report_writes_markdown_and_plots_of_the_study(study, installed):
     best = trials.loc[trials.value.idxmin()]
     assert f"the best trial ({best.trial})" in text
     assert f"{trials.value.iloc[0] / best.value:.2f}x the defaults" in text
-    assert f"The defaults: {trials.value.iloc[0]:.4g} seconds (their one run during the search)" in text
     first_model = trials[trials.proposed_by == "MBM"].trial.min()
     assert f"Ax's model proposed the trials from trial {first_model} on" in text
     assert "several times is drawn at its median, its bar the range of its runs" in text
