@@ -16,6 +16,7 @@ autopager.cli.main, ...) import without it.
 from __future__ import annotations
 
 import re
+import sys
 from importlib import import_module, metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,22 @@ def _version() -> str:
 
 
 __version__ = _version()
+
+
+def _native_of_the_installed_copy() -> None:
+    """In the repository's root after `pip install .`, `import autopager` finds the checkout's autopager/, which has
+    no built native module: the installed copy's package directory (on sys.path after the checkout) gives it."""
+    here = Path(__file__).resolve().parent
+    if any(here.glob("_native*.so")):
+        return
+    for entry in sys.path:
+        installed = Path(entry or ".").resolve() / "autopager"
+        if installed != here and any(installed.glob("_native*.so")):
+            __path__.append(str(installed))
+            return
+
+
+_native_of_the_installed_copy()
 
 _LAZY = {
     "memmap": "autopager.pager",

@@ -1,19 +1,26 @@
 """What a new user meets first, through the real command: the version, help piped into head, a launcher whose
 extra is not installed, shell completion, -q/-v, the profile list and its exports, a profile for a buffer, and the
-view of studies (studies, status, summary.json)."""
+view of studies (studies, status, summary.json), warnings of a set-up that cannot show the paging, the data's
+generation, the Python snippet from the repository's root, and the README's examples on the quick start's study."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 
+import numpy
 import pandas as pd
 import pytest
 
+from autopager.cli.tune import make_study
+from autopager.tuner.config import compose
 from conftest import REPO, TEST_WORKLOADS, autopager_process
+from test_kernel_mmap import cgroups_unavailable
 
 QUICK = ["workload=synthetic", "workload.size=1", "runner.page_cache=keep"]
 PYPROJECT_VERSION = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
@@ -121,8 +128,11 @@ def test_profile_list_has_a_header_and_the_buffer_and_export_has_formats(two_buf
     assert len(rows) == 2 and {row.split()[1] for row in rows} == {"1MiB", "64MiB"}, out
     name = next(row.split()[0] for row in rows if row.split()[1] == "1MiB")
     code, env, err = autopager("profile", "export", name)
-    assert code == 0 and re.fullmatch(r"(export UMAP_[A-Z_]+=\w+\n)+", env), env + err
-    variables = dict(line[len("export "):].split("=") for line in env.splitlines())
+    assert code == 0 and re.fullmatch(rf"# profile {re.escape(name)}\n(export UMAP_[A-Z_]+=\w+\n)+", env), env + err
+    variables = dict(line[len("export "):].split("=") for line in env.splitlines()[1:])
+    searched_nothing = next(row.split()[0] for row in rows if row.split()[1] == "64MiB")  # strategy=default's
+    code, out, err = autopager("profile", "export", searched_nothing)
+    assert code == 0 and out == f"# profile {searched_nothing} searched no parameter: the pager's defaults\n", out
     code, out, err = autopager("profile", "export", name, "--format", "json")
     assert code == 0 and json.loads(out)["environment"] == variables, out + err
     code, out, err = autopager("profile", "export", name, "--format=slurm")
@@ -193,3 +203,88 @@ def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
         if watcher is not None and watcher.poll() is None:
             watcher.kill()
     assert tuner.returncode == 0
+
+
+SORT = ["workload=sort", "workload.size=4", "runner.page_cache=keep", "strategy=default", "confirm.rounds=0"]
+
+
+def test_a_study_that_cannot_show_the_paging_says_so(tuner_home):
+    code, out, err = autopager("tune", *SORT, "workload.buffer_size=64MiB")
+    assert code == 0, out + err
+    assert ("autopager: warning: the workload's data (4MiB) fits in its buffer (workload.buffer_size=64MiB): nothing "
+            "is evicted") in err, err
+    code, out, err = autopager("tune", "workload=command", "workload.name=instant", "workload.command=/bin/true",
+                               "strategy=default", "confirm.rounds=0", "runner.page_cache=keep")
+    assert code == 0, out + err
+    assert re.search(r"autopager: warning: the defaults' run took \d+ ms: at this length starting the program and "
+                     r"the machine's noise outweigh the paging; give a larger workload\.size", err), err
+    code, out, err = autopager("tune", *SORT, "workload.buffer_size=1MiB", "study.name=paged")
+    assert code == 0, out + err
+    assert "fits in its buffer" not in err, err
+
+
+@pytest.mark.skipif(bool(cgroups_unavailable()), reason=cgroups_unavailable() or "-")
+def test_a_kernel_baseline_whose_cgroup_holds_the_data_says_so(tuner_home):
+    code, out, err = autopager("tune", *SORT, "workload.buffer_size=1MiB", "baseline.mmap=true")
+    assert code == 0, out + err
+    assert re.search(r"autopager: warning: the kernel's mmap runs in a \S+ memory cgroup, which holds all the "
+                     r"workload's data \(4MiB\): its figure is of data in memory, not paged", err), err
+
+
+def test_tune_and_run_say_that_they_generate_the_data(tuner_home):
+    bfs = ["workload=bfs", "workload.size=8", "workload.buffer_size=1MiB", "runner.page_cache=keep"]
+    preparing = "preparing the workload (its data is reused when complete)..."
+    code, out, err = autopager("tune", *bfs, "strategy=default", "confirm.rounds=0")
+    assert code == 0 and preparing in out.splitlines(), out + err
+    code, out, err = autopager("run", *bfs)
+    assert code == 0, out + err
+    assert out.splitlines()[1] == preparing, out
+
+
+def test_the_readme_multirun_makes_one_study_a_combination(tuner_home):
+    readme = (REPO / "README.md").read_text()
+    sweep = re.search(r"^autopager tune -m (.*?)#", readme, re.M).group(1).split()
+    settings = [[f"{key}={value}" for value in values.split(",")] for key, values in (w.split("=", 1) for w in sweep)]
+    combinations = list(itertools.product(*settings))
+    directories = set()
+    for overrides in combinations:
+        config, choices = compose(list(overrides))
+        directories.add(make_study(config, choices).directory)
+    assert len(combinations) == 4 and len(directories) == 4, directories
+
+
+def test_the_python_snippet_runs_from_the_repository_root(tmp_path):
+    """A fresh clone after `pip install .`: in its root, `import autopager` finds the checkout's autopager/, which
+    has no native module built into it; the installed package's (here the repository's, on the path after) serves."""
+    root = tmp_path / "clone"
+    shutil.copytree(REPO / "autopager", root / "autopager", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    data = tmp_path / "big.f64"
+    numpy.arange(1 << 17, dtype=numpy.float64).tofile(data)
+    snippet = ("import numpy as np, autopager\n"
+               f"a = autopager.memmap({str(data)!r}, dtype=np.float64, mode='r', page_size='64KiB', "
+               "buffer_size='256KiB')\n"
+               "print(autopager.__file__, a.sum())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)]))}
+    run = subprocess.run([sys.executable, "-c", snippet], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [str(root / "autopager" / "__init__.py"), f"{float((1 << 17) * ((1 << 17) - 1) // 2)}"]
+
+
+def test_the_readme_names_the_study_its_quick_start_makes(tuner_home):
+    """The README's status, report and dashboard examples name the quick start's study; its status and report
+    commands run as written on it (the quick start cut to the defaults' run)."""
+    readme = (REPO / "README.md").read_text()
+    quick = re.search(r"^apt-get .*?(autopager tune [^\n]+)$", readme, re.M).group(1).split()[2:]
+    code, out, err = autopager("tune", *quick, "budget.trials=0", "confirm.rounds=0", "runner.page_cache=keep")
+    assert code == 0, out + err
+    study = re.search(r"^study: +outputs/(\S+)$", out, re.M).group(1)
+    examples = re.findall(r"^autopager (status|report|dashboard) (\S+)(.*?)#", readme, re.M)
+    assert {command for command, _, _ in examples} == {"status", "report", "dashboard"}, examples
+    for command, name, flags in examples:
+        assert name in (study, f"outputs/{study}"), (command, name)
+        if command != "dashboard":  # which serves until stopped
+            code, out, err = autopager(command, name, *flags.split())
+            assert code == 0, out + err
+    report = (tuner_home / "outputs" / study / "report" / "report.md").read_text()
+    assert re.search(r"The defaults: \S+ seconds \(their one run during the search\)", report), report

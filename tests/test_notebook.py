@@ -4,11 +4,13 @@ a real Jupyter kernel) from a directory outside the checkout, with the package i
 `autopager report` on the same study."""
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import nbformat
 import pandas as pd
@@ -146,3 +148,26 @@ def test_notebook_names_the_confirmed_winner_and_ranks_trials_as_the_report(tune
     assert f"(trial {best.trial}), {trials[trials.kind == 'default'].value.median() / best.value:.2f}x the defaults" \
         in shown, shown
     assert f"{speedup}x the defaults' confirmation runs (per round {low}-{high}x)" in shown, shown
+
+
+def extra_requirements(extra: str, project: dict) -> set[str]:
+    """The distributions an extra of pyproject.toml names, autopager's own extras followed."""
+    names = set()
+    for requirement in project["optional-dependencies"][extra]:
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower().replace("_", "-")
+        inner = re.fullmatch(r"autopager\[([a-z]+)\]", requirement)
+        names |= extra_requirements(inner.group(1), project) if inner else {name}
+    return names
+
+
+def test_the_notebook_extra_installs_what_the_notebook_imports():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    given = extra_requirements("notebook", project) | {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower()
+                                                       for r in project["dependencies"]}
+    assert "jupyterlab" in given  # something to open it with
+    source = "\n".join(cell.source for cell in nbformat.read(NOTEBOOK, as_version=4).cells if cell.cell_type == "code")
+    modules = set(re.findall(r"^\s*(?:from|import) ([A-Za-z_]\w*)", source, re.M)) - {"autopager"}
+    modules |= {"pandas", "matplotlib"}  # what autopager.analysis.report imports
+    providers = importlib.metadata.packages_distributions()
+    for module in modules - set(sys.stdlib_module_names):
+        assert {name.lower() for name in providers[module]} & given, (module, providers[module], given)

@@ -9,6 +9,7 @@ import yaml
 from autopager.analysis.result import load_study
 from autopager.cli.main import main
 from autopager.parameters import format_size
+from conftest import autopager_process
 
 # every parameter at the synthetic optimum but the page size: 256KiB is the optimum, 1GiB costs 22.6 times as much
 AT_OPTIMUM = ["workload=synthetic", "workload.size=200", "workload.buffer_size=16GiB", "runner.page_cache=evict",
@@ -28,6 +29,11 @@ def test_a_trial_that_would_take_20x_the_incumbent_costs_at_most_cap_x(tuner_hom
     assert "capped after" in slow.error
     out = capsys.readouterr().out
     assert "1 capped" in out and "page_size=256KiB" in out.split("best measured:")[1]
+    process = autopager_process("report", "outputs/synthetic/pagesize-size200-buf16GiB")
+    report_out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, report_out + err
+    text = open("outputs/synthetic/pagesize-size200-buf16GiB/report/report.md").read()
+    assert "0 failed, 1 capped" in text, text  # a capped trial is no failure
 
 
 def test_a_capped_defaults_run_gives_a_speedup_of_at_least(tuner_home, capsys):

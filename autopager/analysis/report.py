@@ -178,8 +178,9 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
         lines += confirmation_lines(study)
         if defaults:
             reference = study.default_value()
-            lines += [f"The defaults: {format_value(reference, study.metric)} (the median of their {len(defaults)} "
-                      f"runs during the search); the best trial ({int(best.trial)}): "
+            of_runs = f"the median of their {len(defaults)} runs" if len(defaults) > 1 else "their one run"
+            lines += [f"The defaults: {format_value(reference, study.metric)} ({of_runs} during the search); the best "
+                      f"trial ({int(best.trial)}): "
                       f"{format_value(best.value, study.metric)}, {study.speedup(best.value, reference):.2f}x the "
                       f"defaults.", ""]
         lines += [markdown_table(best_trials(study)), ""]

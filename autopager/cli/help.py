@@ -33,7 +33,7 @@ examples:
   autopager tune workload=sort strategy=grid space=small budget.trials=40
   autopager tune workload=bfs space.page_size.max=4MiB space.fillers=2 runner.repeats=3
   autopager tune workload=sort space.read_ahead=[0,4,16]          (the values read_ahead is searched over)
-  autopager tune -m workload=sort,bfs workload.size=16,32           (four studies, one after the other)
+  autopager tune -m workload=sort workload.size=64,128 strategy=ax,random   (four studies, one after the other)
   autopager tune workload=command workload.name=myapp workload.command="./myapp --input big.bin"
   autopager run workload=bfs run.rounds=5
   eval "`autopager profile export bfs`" && ./my_umap_program"""

@@ -88,4 +88,6 @@ def exported(profile: Profile, format_: str) -> str:
     if format_ == "systemd":
         return (f"# profile {profile.name}: a drop-in, e.g. /etc/systemd/system/NAME.service.d/autopager.conf\n"
                 "[Service]\n" + "".join(f'Environment="{name}={value}"\n' for name, value in environment.items()))
-    return "".join(f"export {name}={value}\n" for name, value in environment.items())
+    searched = "" if environment else " searched no parameter: the pager's defaults"
+    return f"# profile {profile.name}{searched}\n" + "".join(f"export {name}={value}\n"
+                                                            for name, value in environment.items())

@@ -24,6 +24,7 @@ answer makes a failed run, described in ``error``; it never raises.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -36,7 +37,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from autopager.errors import ConfigError, StudyError
 from autopager.parameters import ENV_VARS, to_environment
@@ -244,9 +245,12 @@ class Runner:
         argv = self.workload.prepare_argv()
         return self._execute(argv, environment({}), timeout=None)[0] if argv else Measurement(ok=True)
 
-    def prepare_or_fail(self) -> None:
-        """``prepare``, for what cannot go on without the data (a study, `autopager run`): a failure is a StudyError
-        with the preparation's error and the tail of its stderr."""
+    def prepare_or_fail(self, say: Callable[[str], None] = functools.partial(print, flush=True)) -> None:
+        """``prepare``, for what cannot go on without the data (a study, `autopager run`), told with ``say`` (data
+        generation may take minutes): a failure is a StudyError with the preparation's error and the tail of its
+        stderr."""
+        if self.workload.prepare:
+            say("preparing the workload (its data is reused when complete)...")
         prepared = self.prepare()
         if not prepared.ok:
             raise StudyError(f"the workload's preparation failed: {prepared.error}\n{prepared.stderr_tail or ''}".rstrip())

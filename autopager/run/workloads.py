@@ -107,10 +107,13 @@ class Workload:
             if config.get(setting) is not None and not isinstance(config[setting], str):
                 raise ConfigError(f"workload.{setting} must be one string (words separated by spaces, as on a command "
                                   f"line), not {config[setting]!r}")
+        size = config.get("size")
+        if isinstance(size, (int, float)) and not isinstance(size, bool) and size <= 0:
+            raise ConfigError(f"workload.size must be positive, not {size!r}")
         timeout = config.get("timeout")
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             raise ConfigError(f"workload.timeout must be a positive number of seconds, not {timeout!r}")
-        workload = cls(name=str(name), command=str(command), prepare=config.get("prepare"), size=config.get("size"),
+        workload = cls(name=str(name), command=str(command), prepare=config.get("prepare"), size=size,
                        threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,
                        time_process=bool(config.get("time_process", False)),

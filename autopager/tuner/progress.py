@@ -64,6 +64,11 @@ class Progress:
         """A line of the study's outcome, printed whatever study.output is."""
         print(text, file=self.out, flush=True)
 
+    def warn(self, text: str | None) -> None:
+        """A warning on stderr, printed whatever study.output is (none for None)."""
+        if text:
+            print(f"autopager: warning: {text}", file=sys.stderr, flush=True)
+
     def elapsed(self) -> float:
         """Seconds since the study began here: what the user waited."""
         return time.monotonic() - self.started

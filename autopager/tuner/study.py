@@ -49,6 +49,7 @@ from omegaconf import DictConfig, OmegaConf
 from autopager.errors import ConfigError, StudyError
 from autopager.parameters import format_size, show_params
 from autopager.run.kernel_mmap import mmap_runner
+from autopager.run import setup_warnings
 from autopager.run.runner import RESULT, Runner
 from autopager.run.settings import StudySettings
 from autopager.run.workloads import Workload
@@ -192,9 +193,7 @@ class Study:
         state = f"resuming after {resumed} trials" if resumed else "new"
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
-        if self.workload.prepare:
-            self.progress.print("preparing the workload (its data is reused when complete)...")
-        self.runner.prepare_or_fail()
+        self.runner.prepare_or_fail(self.progress.print)
 
     def launch_defaults(self) -> InFlight | dict[str, Any] | None:
         """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running
@@ -218,6 +217,9 @@ class Study:
             return done
         row = self.scheduler.wait_for(launched) if isinstance(launched, InFlight) else launched
         self.report(row, None)
+        if row["status"] is Status.OK:  # the data is there now, also where the program writes it
+            self.progress.warn(setup_warnings.data_in_buffer(self.workload))
+            self.progress.warn(setup_warnings.short_run(row["wall_seconds"], len(runs_of(row))))
         if row["measured_by"] == RESULT:
             self.runner.require_result()
         if row["status"] is Status.FAILED:
@@ -254,6 +256,7 @@ class Study:
         if left is not None:  # left in flight by a killed tuner, and running again
             row = self.scheduler.wait_for(left)
         else:  # on a node, in a memory cgroup there
+            self.progress.warn(setup_warnings.kernel_holds_data(self.workload, self.mmap_runner.memory_limit))
             self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
             row = self.scheduler.run_trial({}, Kind.MMAP, Proposal.starting(), self.trials.timeout(default), None)
         outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
