@@ -61,6 +61,7 @@ from autopager.tuner.progress import OUTPUTS, Progress, defaults_pages, format_v
 from autopager.tuner.scheduler import Scheduler
 from autopager.tuner.search import Search
 from autopager.tuner.space import MMAP as MMAP_SETTING, Space
+from autopager.tuner.stopping import AUTO as PLATEAU_AUTO, plateau_trials
 from autopager.tuner.strategies import check_settings, make_strategy
 from autopager.tuner.strategies.base import Strategy
 from autopager.tuner.study_directory import CONFIG, TABLE, check_resumable, default_name, study_directory
@@ -105,6 +106,7 @@ class Study:
         self.baseline = self.space.defaults
         check_settings(config.strategy)
         self.strategy_name = config.strategy.name
+        self.plateau = plateau_trials(config.budget.get("plateau", PLATEAU_AUTO), self.strategy_name)
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         launcher_settings(config.launcher)
@@ -137,7 +139,7 @@ class Study:
                     strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                              self.settings.seed)  # set up (Ax: imported) while the defaults run
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
-                                         self.settings, self.progress, self.report, self.shown_limit)
+                                         self.settings, self.progress, self.report, self.shown_limit, self.plateau)
                     if pool.launcher.workers > 1 and isinstance(launched, InFlight) and pool.count == 1:
                         launched = self.search.run(None, alongside=launched)  # the other workers search
                     default = self.defaults(launched)
@@ -331,13 +333,15 @@ class Study:
             lines += outcome.confirmed_lines(verdict, metric, self.table.rows)
         lines += outcome.read_amplification(self.workload, self.trials, best)
         answered = f", {reused} answered from an earlier trial" if reused else ""
+        if self.search is not None and self.search.stopped is not None:
+            lines.append(("stopped", self.search.stopped.line()))
         lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
                                   f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
                    "speedup": gain, "trials": len(rows),
                    "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.trials.tuning_seconds(),
-                   "profile": None, "verdict": verdict}
+                   "profile": None, "verdict": verdict, "stopped": self.search and self.search.stopped}
         if self.config.study.save_profile:
             record_of = functools.partial(outcome.profile_record, self.workload, self.strategy_name, self.trials,
                                           self.directory, self.space.dimensions)
