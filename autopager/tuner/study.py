@@ -69,6 +69,7 @@ from autopager.tuner.studylock import FINISHED, RUNNING, StudyLock
 from autopager.tuner.table import Kind, Status, StudyTable, row_params, write_atomically
 from autopager.tuner.trial_pool import TrialPool
 from autopager.tuner.trials import MEASURED, Trials
+from autopager.tuner.warm_start import ORIGIN as WARM, WarmStarted, seeds as warm_seeds
 
 WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 
@@ -107,6 +108,8 @@ class Study:
         check_settings(config.strategy)
         self.strategy_name = config.strategy.name
         self.plateau = plateau_trials(config.budget.get("plateau", PLATEAU_AUTO), self.strategy_name)
+        self.warm_start = (warm_seeds(str(config.warm_start), self.space, self.workload.goal, self.workload.buffer_size,
+                                      Path(config.profile_dir).expanduser()) if config.get("warm_start") else None)
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         launcher_settings(config.launcher)
@@ -138,6 +141,8 @@ class Study:
                     launched = self.launch_defaults()
                     strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
                                              self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    if self.warm_start is not None:
+                        strategy = WarmStarted(strategy, *self.warm_start)
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
                                          self.settings, self.progress, self.report, self.shown_limit, self.plateau)
                     if pool.launcher.workers > 1 and isinstance(launched, InFlight) and pool.count == 1:
@@ -194,6 +199,9 @@ class Study:
         state = f"resuming after {resumed} trials" if resumed else "new"
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
+        if self.warm_start is not None:
+            points, origin = self.warm_start
+            self.progress.print(f"warm start: {len(points)} point(s) from {origin[len(WARM):]} measured first")
         if self.workload.prepare:
             self.progress.print("preparing the workload (its data is reused when complete)...")
         self.runner.prepare_or_fail()

@@ -34,6 +34,7 @@ class Strategy(ABC):
         self.settings = settings
         self.seed = seed
         self.proposed_by: str | None = None
+        self.starting_point: Params | None = None
 
     def loss(self, value: float | None) -> float | None:
         """What the strategies minimize: the metric, negated when it is to be maximized."""
@@ -42,6 +43,11 @@ class Strategy(ABC):
     def planned_trials(self) -> int | None:
         """How many trials the strategy means to run, if it knows."""
         return self.settings.get("trials")
+
+    def start_from(self, params: Params) -> None:
+        """Start the search from ``params`` (a warm start's best seed) instead of the defaults, before the first ask
+        that is the strategy's own; a strategy with no starting point (Ax, random search) learns of it as told."""
+        self.starting_point = params
 
     def save(self, directory: Path) -> None:
         """Keep the strategy's own state in the study's directory, for its analysis (most keep none)."""
