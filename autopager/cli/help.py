@@ -97,6 +97,7 @@ def help_text() -> str:
                  if not line.startswith("#")]
     sections += ["", "settings: budget.trials, budget.minutes, budget.plateau, runner.repeats, runner.timeout,",
                  "  runner.page_cache, study.name, study.root, study.output, profile_dir, data_dir, seed, run.rounds,",
-                 "  run.other_data (`autopager tune workload=NAME --cfg job` shows them all)",
+                 "  run.other_data, warm_start, objective, select, constraint.memory",
+                 "  (`autopager tune workload=NAME --cfg job` shows them all)",
                  f"configuration: {config_dir()}", "", EXAMPLES]
     return "\n".join(sections)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 from autopager.run.settings import StudySettings
 from autopager.tuner.in_flight import InFlight
 from autopager.tuner.measuring import Proposal, runs_of
+from autopager.tuner.memory_front import memory_bytes
 from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Report, Scheduler
 from autopager.tuner.space import Params, Space
@@ -101,7 +102,7 @@ class Search:
 
     def tell(self, row: Mapping[str, Any], params: Params, proposed_by: str | None = None) -> None:
         self.told_trials.add(row["trial"])
-        self.strategy.tell(params, *self.trials.told(row), proposed_by=proposed_by)
+        self.strategy.tell(params, *self.trials.told(row), proposed_by=proposed_by, memory=memory_bytes(row))
 
     def tell_recorded(self, default: Mapping[str, Any] | None, limit: int | None) -> None:
         """Tell the strategy of the rows it has not been told of: the defaults', a resumed study's trials, and those

@@ -168,8 +168,18 @@ class Space:
         return "\n".join(f"  {name:17} {self.describe_one(name)}" for name in PARAMETERS)
 
     def feasible(self, params: Mapping[str, Any]) -> bool:
+        return self.infeasible(params) is None
+
+    def infeasible(self, params: Mapping[str, Any]) -> str | None:
+        """Why the pager cannot run ``params``: low water not below high water, or (a searched buffer) fewer than
+        MIN_BUFFER_PAGES pages of the page size."""
         low, high = params.get(LOW), params.get(HIGH)
-        return low is None or high is None or low < high
+        buffer_size, page_size = params.get("buffer_size"), params.get("page_size")
+        if low is not None and high is not None and low >= high:
+            return f"{LOW} must be below {HIGH}"
+        if buffer_size is not None and page_size is not None and buffer_size // page_size < MIN_BUFFER_PAGES:
+            return f"buffer_size must hold {MIN_BUFFER_PAGES} pages of page_size at least"
+        return None
 
     def contains(self, params: Mapping[str, Any]) -> bool:
         return (all(params.get(n) == v for n, v in self.fixed.items())

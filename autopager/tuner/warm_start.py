@@ -144,8 +144,8 @@ class WarmStarted(Strategy):
         return params
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         if key(params) in self.asked or proposed_by == self.origin:
             self.asked.discard(key(params))
             self.losses[key(params)] = self.loss(value)
-        self.inner.tell(params, value, sem, proposed_by=proposed_by)
+        self.inner.tell(params, value, sem, proposed_by=proposed_by, memory=memory)

@@ -63,9 +63,10 @@ class Strategy(ABC):
 
     @abstractmethod
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         """The metric of ``params`` (None: the trial failed) and its standard error (None: one run); ``proposed_by``:
-        for a trial the strategy did not just ask for, what had proposed it (of an earlier run), if anything."""
+        for a trial the strategy did not just ask for, what had proposed it (of an earlier run), if anything;
+        ``memory``: the trial's memory (autopager.tuner.memory_front), for a strategy that weighs it (Ax)."""
 
     def modelled_best(self) -> tuple[Params, float, float | None] | None:
         """The best parameters by the strategy's model, with its predicted value and standard error, if it has one."""
@@ -122,7 +123,7 @@ class SearchStrategy(Strategy):
             return None
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         self._losses[key(params)] = self.loss(value)
         self._asked.discard(key(params))
 
