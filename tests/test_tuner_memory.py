@@ -3,6 +3,7 @@ real small studies of the synthetic workload, whose time grows as its buffer shr
 import pandas as pd
 import pytest
 
+from autopager.analysis.report import write_report
 from autopager.cli.main import main
 from autopager.errors import ConfigError
 from autopager.run.goal import Goal
@@ -39,6 +40,11 @@ def test_the_front_of_a_grid_over_the_buffer(tuner_home, capsys):
     table = pd.read_csv(tuner_home / "outputs/synthetic/grid-size1-buf64MiB/trials.csv")
     confirmed = table[table.kind == "confirm"].confirms.dropna()
     assert set(confirmed) == {0, points[-1]["trial"]}
+
+    report = write_report(tuner_home / "outputs/synthetic/grid-size1-buf64MiB")
+    text = report.read_text()
+    assert "## Time against memory" in text and "The Pareto front: 5 trials" in text
+    assert (report.parent / "memory.png").stat().st_size > 0
 
 
 def test_ax_searches_time_against_memory_and_the_chosen_point_is_confirmed(tuner_home, capsys):
