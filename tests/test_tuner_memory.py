@@ -7,7 +7,7 @@ from autopager.analysis.report import write_report
 from autopager.cli.main import main
 from autopager.errors import ConfigError
 from autopager.run.goal import Goal
-from autopager.tuner.memory_front import Selection, front, memory_bytes
+from autopager.tuner.memory_front import Objective, Selection, front, memory_bytes
 from autopager.tuner.table import StudyTable
 
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
@@ -81,5 +81,4 @@ def test_bad_objective_settings_are_refused_naming_them(tuner_home, capsys, over
 
 def test_time_against_memory_needs_the_buffer_searched():
     with pytest.raises(ConfigError, match="space.buffer_size"):
-        from autopager.tuner.memory_front import Objective
         Objective.from_config({"objective": "metric_and_memory"}, ["page_size"])

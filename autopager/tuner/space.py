@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from autopager.errors import ConfigError
-from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, parse_size, parse_value, show
+from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, check_params, parse_size, parse_value, show
 
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
@@ -171,14 +171,15 @@ class Space:
         return self.infeasible(params) is None
 
     def infeasible(self, params: Mapping[str, Any]) -> str | None:
-        """Why the pager cannot run ``params``: low water not below high water, or (a searched buffer) fewer than
-        MIN_BUFFER_PAGES pages of the page size."""
+        """Why the pager cannot run ``params``: low water not below high water, or what the pager refuses (a
+        searched buffer smaller than two pages of a searched page size)."""
         low, high = params.get(LOW), params.get(HIGH)
-        buffer_size, page_size = params.get("buffer_size"), params.get("page_size")
         if low is not None and high is not None and low >= high:
             return f"{LOW} must be below {HIGH}"
-        if buffer_size is not None and page_size is not None and buffer_size // page_size < MIN_BUFFER_PAGES:
-            return f"buffer_size must hold {MIN_BUFFER_PAGES} pages of page_size at least"
+        try:
+            check_params({name: value for name, value in params.items() if value is not None})
+        except ValueError as error:
+            return str(error)
         return None
 
     def contains(self, params: Mapping[str, Any]) -> bool:
