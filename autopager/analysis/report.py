@@ -4,7 +4,9 @@ Writes ``report.md`` with ``convergence.png`` (each trial and the best so far ag
 Ax's model took over from its Sobol initialization, and the spread of a trial's runs where it has several),
 ``importance.png`` (each parameter's importance: Ax's sensitivity analysis when the study saved Ax's state, else
 the trials' main effects) and, when the study measured it (``baseline.mmap=true``), ``mmap.png`` (the defaults
-and the best trial against the kernel's mmap with the same memory). The default output directory is
+and the best trial against the kernel's mmap with the same memory) and, for a study of time against memory
+(``objective=metric_and_memory``), ``memory.png`` (each trial's figure against its memory, the Pareto front and the
+point ``select`` chose) with the front as a table. The default output directory is
 ``STUDY_DIR/report``. The notebook (notebooks/study_analysis.ipynb) draws the same figures with these functions.
 """
 from __future__ import annotations
@@ -19,9 +21,14 @@ from autopager.analysis.markdown import table
 from autopager.analysis.result import StudyResult, ax_importance, load_study, runs, trial_importance
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size, show, show_params, typed
+from autopager.run.goal import Goal
+from autopager.tuner.memory_front import METRIC_AND_MEMORY, Objective, front, front_lines, memory_bytes
 from autopager.tuner.progress import format_value
+from autopager.tuner.study_directory import TABLE
+from autopager.tuner.table import Kind, Status, StudyTable
 
 CONVERGENCE, IMPORTANCE, MMAP_PLOT, REPORT = "convergence.png", "importance.png", "mmap.png", "report.md"
+MEMORY_PLOT = "memory.png"
 
 
 def pyplot():
@@ -120,6 +127,36 @@ def plot_mmap(study: StudyResult, comparison: pd.DataFrame):
     ax.set_title(f"the same memory ({format_size(limit)})" if limit else "the kernel's mmap", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def time_against_memory(study: StudyResult, out: Path) -> list[str]:
+    """The report's section on time against memory: the front as a table and ``memory.png``."""
+    rows = StudyTable(study.directory / TABLE).rows
+    goal = Goal.parse(study.goal)
+    objective = Objective.from_config(study.config, ["buffer_size"])
+    points = front(rows, goal)
+    chosen = objective.selection.choose(points, goal)
+    measured = [row for row in rows if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.scatter([memory_bytes(row) / (1 << 20) for row in measured], [row["value"] for row in measured],
+               color="tab:gray", s=14, label="trials")
+    ax.plot([memory_bytes(row) / (1 << 20) for row in points], [row["value"] for row in points], "o-",
+            color="tab:blue", label="Pareto front")
+    if chosen is not None:
+        ax.scatter([memory_bytes(chosen) / (1 << 20)], [chosen["value"]], s=90, facecolors="none",
+                   edgecolors="tab:red", label=f"chosen: {objective.selection.describe()}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("memory (MiB)")
+    ax.set_ylabel(f"{study.metric} ({direction(study)} is better)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / MEMORY_PLOT, dpi=110)
+    plt.close(fig)
+    table_lines = front_lines(points, chosen, study.metric)
+    return ["## Time against memory", "", f"The Pareto front: {len(points)} trials (* the one chosen, "
+            f"{objective.selection.describe()}).", "", "```", *table_lines, "```", "",
+            f"![time against memory]({MEMORY_PLOT})", ""]
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -222,6 +259,8 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
         fig = plot_mmap(study, comparison)
         fig.savefig(out / MMAP_PLOT, dpi=110)
         plt.close(fig)
+    if study.config.get("objective") == METRIC_AND_MEMORY:
+        lines += time_against_memory(study, out)
     (out / REPORT).write_text("\n".join(lines))
     return out / REPORT
 

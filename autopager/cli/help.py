@@ -95,8 +95,9 @@ def help_text() -> str:
                      f"(max_threads = {os.cpu_count()} here):"]
     sections += ["  " + line for line in (config_dir() / "space" / "default.yaml").read_text().splitlines()
                  if not line.startswith("#")]
-    sections += ["", "settings: budget.trials, budget.minutes, runner.repeats, runner.timeout, runner.page_cache,",
-                 "  study.name, study.root, study.output, profile_dir, data_dir, seed, run.rounds, run.other_data",
+    sections += ["", "settings: budget.trials, budget.minutes, budget.plateau, runner.repeats, runner.timeout,",
+                 "  runner.page_cache, study.name, study.root, study.output, profile_dir, data_dir, seed, run.rounds,",
+                 "  run.other_data, warm_start, objective, select, constraint.memory",
                  "  (`autopager tune workload=NAME --cfg job` shows them all)",
                  f"configuration: {config_dir()}", "", EXAMPLES]
     return "\n".join(sections)

@@ -11,7 +11,7 @@ ENVIRONMENT = {"UMAP_PRINT_STATS": "1"}
 # How the eviction policy's queues served (native/include/autopager/stats.hpp), summed over the pagers.
 POLICY = ("policy_refaults", "policy_promotions", "policy_second_chances", "policy_demotions", "victim_hits")
 COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us",  # in the study table
-           "pager_page_size", *POLICY)
+           "pager_page_size", *POLICY, "resident_bytes")
 
 
 def pager_stats(stderr: str) -> dict[str, float] | None:
@@ -41,7 +41,10 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
     return {"faults": faults, "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
             "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
             "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None,
-            **{name: total(name) for name in POLICY}}
+            **{name: total(name) for name in POLICY},
+            # the pages resident when each pager stopped (the stats have no peak), in bytes
+            "resident_bytes": sum(float(block.get("resident_pages") or 0) * float(block.get("page_size") or 0)
+                                  for block in blocks)}
 
 
 def without_stats(stderr: str) -> str:

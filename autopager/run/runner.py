@@ -80,6 +80,7 @@ class Measurement:
     timed_out: bool = False
     pager_stats: dict[str, float] | None = None  # autopager.run.pagerstats of the last run, if it printed them
     checksum: str | None = None        # the answer's checksum the program printed, if it printed one
+    cgroup_peak_bytes: int | None = None  # the most its runs' memory cgroups held (runner.memory_limit), if any
 
 
 def environment(params: Mapping[str, Any]) -> dict[str, str]:
@@ -263,7 +264,7 @@ class Runner:
         first run validates in full and its checksum is the reference of the others."""
         env = {**environment(params), **PRINT_STATS}
         limit = timeout if cap is None else min(timeout, cap)
-        values, wall, last = [], 0.0, Measurement(ok=True)
+        values, wall, last, peaks = [], 0.0, Measurement(ok=True), []
         expected, whose = checksum, "the reference run's"
         memory = run_limit(self.memory_limit, self.workload)
         for _ in range(runs or self.repeats):
@@ -271,6 +272,9 @@ class Runner:
             with memory_cgroup(memory) as cgroup:
                 run_env = env if expected is None else {**env, **CHECKSUM_ONLY}
                 run = self._result(*self._execute(self.workload.argv(), run_env, limit, cgroup))
+                peak = cgroup.peak_bytes() if cgroup is not None else None
+                peaks += [peak] if peak is not None else []
+                run.cgroup_peak_bytes = max(peaks, default=None)
             wall += run.wall_seconds
             if run.timed_out:
                 return stopped(wall, limit, timeout, values=values, stderr_tail=run.stderr_tail,
@@ -286,7 +290,7 @@ class Runner:
             last = run
         return Measurement(ok=True, value=statistics.median(values), values=values, wall_seconds=wall, exit_code=0,
                            stats=last.stats, measured_by=last.measured_by, pager_stats=last.pager_stats,
-                           checksum=expected)
+                           checksum=expected, cgroup_peak_bytes=max(peaks, default=None))
 
     def _execute(self, argv: Sequence[str], env: Mapping[str, str], timeout: float | None,
                  cgroup: MemoryLimit | None = None) -> tuple[Measurement, str]:

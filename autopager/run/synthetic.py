@@ -5,7 +5,8 @@ paging-bound program would take with them, sleeps for that long, and prints the 
 with UMAP_PRINT_STATS set, a pager statistics line on stderr as the pager prints it, its faults fewer for
 larger pages).
 The optimum is page_size 256KiB, fillers 4, evictors 2, evict_high_water 80, evict_low_water 50,
-read_ahead 4; each parameter away from it costs a known factor. The eviction policy (UMAP_EVICTION, a
+read_ahead 4; each parameter away from it costs a known factor, and a buffer (UMAP_BUFSIZE pages of UMAP_PAGESIZE) smaller than its
+DATA bytes costs BUFFER_COST a halving: time against memory has a known front. The eviction policy (UMAP_EVICTION, a
 categorical parameter) scales the time by EVICTION's factor: fifo, the default, 1; s3fifo the best. With ``--mmap`` it stands for the same program
 on the kernel's mmap, which takes a fixed MMAP_SLOWDOWN times the optimum. Stand-alone: run as a script.
 """
@@ -20,6 +21,8 @@ OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_wate
            "read_ahead": 4}
 EVICTION = {"fifo": 1.0, "clock": 0.95, "hotfifo": 0.9, "s3fifo": 0.8}
 MMAP_SLOWDOWN = 2.0
+DATA = 64 << 20   # the bytes it stands for reading through the pager
+BUFFER_COST = 0.5
 CORES = os.cpu_count() or 1
 DEFAULTS = {"UMAP_PAGESIZE": os.sysconf("SC_PAGE_SIZE"), "UMAP_PAGE_FILLERS": 2 * CORES,
             "UMAP_PAGE_EVICTORS": max(1, CORES // 2), "UMAP_EVICT_HIGH_WATER_THRESHOLD": 90,
@@ -59,14 +62,16 @@ def main() -> int:
     if eviction not in EVICTION:
         print(f"synthetic: UMAP_EVICTION={eviction!r} is not one of {', '.join(EVICTION)}", file=sys.stderr)
         return 1
+    buffer = int(os.environ.get("UMAP_BUFSIZE", DATA // setting("UMAP_PAGESIZE"))) * setting("UMAP_PAGESIZE")
     if not args.mmap:
-        slowdown *= EVICTION[eviction]
+        slowdown *= EVICTION[eviction] * (1 + BUFFER_COST * max(0.0, math.log2(DATA / buffer)))
     seconds = args.size / 1000 * slowdown
     start = time.perf_counter()
     time.sleep(seconds)
     if os.environ.get("UMAP_PRINT_STATS", "0") not in ("", "0"):
-        faults = (64 << 20) // setting("UMAP_PAGESIZE")
-        print("autopager stats: " + json.dumps({"page_size": setting("UMAP_PAGESIZE"), "read_faults": faults, "write_faults": 0, "bytes_read": 64 << 20,
+        faults = DATA // setting("UMAP_PAGESIZE")
+        print("autopager stats: " + json.dumps({"page_size": setting("UMAP_PAGESIZE"), "read_faults": faults, "write_faults": 0, "bytes_read": DATA,
+                                                "resident_pages": min(buffer, DATA) // setting("UMAP_PAGESIZE"),
                                                 "bytes_written": 0, "evictions": 0,
                                                 "fault_service_mean_us": seconds * 1e6 / faults}), file=sys.stderr)
     print(json.dumps({"metric": "seconds", "value": seconds, "goal": "minimize",

@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Hashable, Iterable, Mapping
+from typing import Any, Callable, Hashable, Iterable, Mapping, Optional
 
 from autopager.machine import this_machine
 from autopager.profiles import ProfileError, at_other_buffers, profile_path, read_profile
@@ -111,10 +111,16 @@ def recorded_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[Hashable, Can
     return found
 
 
+Pick = Callable[[list[dict[str, Any]]], Optional[list[Mapping[str, Any]]]]  # the search trials to confirm, or None
+
+
 class Confirmation:
     def __init__(self, scheduler: Scheduler, space: Space, settings: StudySettings, progress: Progress,
-                 profile_dir: Path | None, default: Mapping[str, Any]):
-        """``profile_dir``: where the profile the study would replace is (None: the study saves none)."""
+                 profile_dir: Path | None, default: Mapping[str, Any], pick: Pick | None = None):
+        """``profile_dir``: where the profile the study would replace is (None: the study saves none); ``pick``: the
+        candidates an objective other than the metric alone chooses (autopager.tuner.memory_front), then confirmed
+        without the saved profile's parameters."""
+        self.pick = pick
         self.scheduler, self.trials, self.space, self.settings = scheduler, scheduler.trials, space, settings
         self.progress, self.profile_dir, self.default = progress, profile_dir, default
         self.workload, self.baseline = self.trials.workload, space.defaults
@@ -124,9 +130,11 @@ class Confirmation:
     def candidates(self) -> list[Candidate]:
         goal = self.workload.goal
         searched = [row for row in self.trials.ok_rows(Kind.SEARCH) if key(row_params(row)) != key(self.baseline)]
-        top = sorted(searched, key=lambda row: goal.loss(row["value"]))[:self.settings.confirm.candidates]
+        picked = self.pick(searched) if self.pick is not None else None
+        top = picked if picked is not None else sorted(
+            searched, key=lambda row: goal.loss(row["value"]))[:self.settings.confirm.candidates]
         chosen = [Candidate(f"trial {row['trial']}", row_params(row), row["trial"]) for row in top]
-        saved = self.saved = self.saved_profile()
+        saved = self.saved = self.saved_profile() if picked is None else None
         if saved is not None and all(key(saved) != key(c.params) for c in chosen) and key(saved) != key(
                 self.baseline):
             chosen.append(Candidate(PROFILE, saved, None))

@@ -58,7 +58,7 @@ def trial_row(trial: int, kind: Kind, params: Params, result: Measurement, limit
         "error": result.error or None, "stderr_tail": result.stderr_tail or None, "started": proposal.started,
         "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by, "reused_from": None,
         "confirms": confirms, "measured_by": result.measured_by, "checksum": result.checksum,
-        **{name: stats.get(name) for name in STATS},
+        **{name: stats.get(name) for name in STATS}, "cgroup_peak_bytes": result.cgroup_peak_bytes,
     }
 
 
@@ -74,6 +74,8 @@ def add_runs(row: dict[str, Any], result: Measurement) -> None:
     if result.ok:
         row["value"] = statistics.median(runs)
         row.update({name: (result.pager_stats or {}).get(name, row.get(name)) for name in STATS})
+        if result.cgroup_peak_bytes is not None:
+            row["cgroup_peak_bytes"] = max(result.cgroup_peak_bytes, row.get("cgroup_peak_bytes") or 0)
     else:
         row.update(status=status_of(result), value=None, exit_code=result.exit_code,
                    error=f"run {len(runs) + 1} (measured again): {result.error}",

@@ -32,8 +32,9 @@ class Scheduler:
         at once, not run, and its row returned."""
         entry = InFlight(dict(params), kind.value, timeout, proposal.started, proposal.ask_seconds,
                          proposal.proposed_by, cap=cap, confirms=confirms, continues=continues)
-        if not self.space.feasible(params):
-            failure = Measurement(ok=False, error="evict_low_water must be below evict_high_water: not run")
+        why = self.space.infeasible(params)
+        if why is not None:
+            failure = Measurement(ok=False, error=f"{why}: not run")
             return self.record(entry, TrialResult(failure), proposal)
         self.pool.submit(entry, proposal.begin, result_required=not self.runner.times_process,
                          checksum=self.trials.reference_checksum())

@@ -2,7 +2,8 @@
 remain and the budget (budget.trials, budget.minutes) lasts; the defaults measured again among the trials
 (noise.defaults_every, up to noise.defaults_runs), a trial within the noise of the incumbent measured once more
 (noise.max_runs), a proposal of parameters already measured answered from that trial's row, and one made while
-they are in flight answered when it ends.
+they are in flight answered when it ends. A search on a plateau (budget.plateau, autopager.tuner.stopping) ends
+before its budget, and says why (``stopped``).
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from typing import Any, Callable, Mapping
 from autopager.run.settings import StudySettings
 from autopager.tuner.in_flight import InFlight
 from autopager.tuner.measuring import Proposal, runs_of
+from autopager.tuner.memory_front import memory_bytes
 from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Report, Scheduler
 from autopager.tuner.space import Params, Space
+from autopager.tuner.stopping import Stop, plateau_stop
 from autopager.tuner.strategies.base import Key, Strategy, key
 from autopager.tuner.table import Kind, row_params
 from autopager.tuner.trials import Trials
@@ -22,7 +25,8 @@ from autopager.tuner.trials import Trials
 
 class Search:
     def __init__(self, strategy: Strategy, strategy_name: str, scheduler: Scheduler, trials: Trials, space: Space,
-                 settings: StudySettings, progress: Progress, report: Report, shown_limit: Callable[[int | None], int | None]):
+                 settings: StudySettings, progress: Progress, report: Report, shown_limit: Callable[[int | None], int | None],
+                 plateau: int | None = None):
         self.strategy, self.strategy_name = strategy, strategy_name
         self.scheduler, self.trials, self.space, self.settings = scheduler, trials, space, settings
         self.progress, self.report, self.shown_limit = progress, report, shown_limit
@@ -31,6 +35,8 @@ class Search:
         self.told_trials: set[int] = set()  # the rows the strategy has been told of
         self.limit: int | None = None  # the search's budget of trials, once the strategy is known
         self.followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
+        self.plateau = plateau  # search trials without improvement that end the search; None: never
+        self.stopped: Stop | None = None  # why the search ended before its budget
 
     def run(self, default: Mapping[str, Any] | None, alongside: InFlight | None = None) -> dict[str, Any] | None:
         """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends.
@@ -96,7 +102,7 @@ class Search:
 
     def tell(self, row: Mapping[str, Any], params: Params, proposed_by: str | None = None) -> None:
         self.told_trials.add(row["trial"])
-        self.strategy.tell(params, *self.trials.told(row), proposed_by=proposed_by)
+        self.strategy.tell(params, *self.trials.told(row), proposed_by=proposed_by, memory=memory_bytes(row))
 
     def tell_recorded(self, default: Mapping[str, Any] | None, limit: int | None) -> None:
         """Tell the strategy of the rows it has not been told of: the defaults', a resumed study's trials, and those
@@ -147,6 +153,15 @@ class Search:
             return False
         minutes = self.settings.minutes
         if minutes is not None and self.trials.tuning_seconds() >= 60 * minutes:
-            self.progress.print(f"budget.minutes={minutes:g} reached")
+            self.stop(Stop(f"budget.minutes={minutes:g} reached", searched, limit))
+            return False
+        plateau = plateau_stop(self.trials.rows, self.trials.goal, self.trials.noise(), self.plateau, searched, limit)
+        if plateau is not None:
+            self.stop(plateau)
             return False
         return True
+
+    def stop(self, why: Stop) -> None:
+        if self.stopped is None:
+            self.progress.print(f"the search stops: {why.line()}")
+        self.stopped = why

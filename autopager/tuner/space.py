@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from autopager.errors import ConfigError
-from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, parse_size, parse_value, show
+from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, check_params, parse_size, parse_value, show
 
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
@@ -168,8 +168,19 @@ class Space:
         return "\n".join(f"  {name:17} {self.describe_one(name)}" for name in PARAMETERS)
 
     def feasible(self, params: Mapping[str, Any]) -> bool:
+        return self.infeasible(params) is None
+
+    def infeasible(self, params: Mapping[str, Any]) -> str | None:
+        """Why the pager cannot run ``params``: low water not below high water, or what the pager refuses (a
+        searched buffer smaller than two pages of a searched page size)."""
         low, high = params.get(LOW), params.get(HIGH)
-        return low is None or high is None or low < high
+        if low is not None and high is not None and low >= high:
+            return f"{LOW} must be below {HIGH}"
+        try:
+            check_params({name: value for name, value in params.items() if value is not None})
+        except ValueError as error:
+            return str(error)
+        return None
 
     def contains(self, params: Mapping[str, Any]) -> bool:
         return (all(params.get(n) == v for n, v in self.fixed.items())

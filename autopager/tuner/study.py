@@ -58,10 +58,12 @@ from autopager.tuner.confirmation import Confirmation, Verdict
 from autopager.tuner.in_flight import InFlight, InFlightRecord
 from autopager.tuner.launchers import launcher_settings, make_launcher
 from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise, runs_of
+from autopager.tuner.memory_front import Objective
 from autopager.tuner.progress import OUTPUTS, Progress, defaults_pages, format_value
 from autopager.tuner.scheduler import Scheduler
 from autopager.tuner.search import Search
 from autopager.tuner.space import MMAP as MMAP_SETTING, Space
+from autopager.tuner.stopping import AUTO as PLATEAU_AUTO, plateau_trials
 from autopager.tuner.strategies import check_settings, make_strategy
 from autopager.tuner.strategies.base import Strategy
 from autopager.tuner.study_directory import CONFIG, TABLE, check_resumable, default_name, study_directory
@@ -69,6 +71,7 @@ from autopager.tuner.studylock import FINISHED, RUNNING, StudyLock
 from autopager.tuner.table import Kind, Status, StudyTable, row_params, write_atomically
 from autopager.tuner.trial_pool import TrialPool
 from autopager.tuner.trials import MEASURED, Trials
+from autopager.tuner.warm_start import ORIGIN as WARM, WarmStarted, seeds as warm_seeds
 
 WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 
@@ -106,6 +109,10 @@ class Study:
         self.baseline = self.space.defaults
         check_settings(config.strategy)
         self.strategy_name = config.strategy.name
+        self.objective = Objective.from_config(config, self.space.dimensions)
+        self.plateau = plateau_trials(config.budget.get("plateau", PLATEAU_AUTO), self.strategy_name)
+        self.warm_start = (warm_seeds(str(config.warm_start), self.space, self.workload.goal, self.workload.buffer_size,
+                                      Path(config.profile_dir).expanduser()) if config.get("warm_start") else None)
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         launcher_settings(config.launcher)
@@ -135,10 +142,13 @@ class Study:
                     left = self.rerun_left_trials()
                     self.progress.loading(self.strategy_name)
                     launched = self.launch_defaults()
-                    strategy = make_strategy(self.strategy_name, self.space, self.workload.goal, self.config.strategy,
-                                             self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    strategy = make_strategy(self.strategy_name, self.space, self.workload.goal,
+                                             {**OmegaConf.to_container(self.config.strategy, resolve=True),
+                                              **self.objective.strategy_settings()}, self.settings.seed)  # set up (Ax: imported) while the defaults run
+                    if self.warm_start is not None:
+                        strategy = WarmStarted(strategy, *self.warm_start)
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
-                                         self.settings, self.progress, self.report, self.shown_limit)
+                                         self.settings, self.progress, self.report, self.shown_limit, self.plateau)
                     if pool.launcher.workers > 1 and isinstance(launched, InFlight) and pool.count == 1:
                         launched = self.search.run(None, alongside=launched)  # the other workers search
                     default = self.defaults(launched)
@@ -193,6 +203,9 @@ class Study:
         state = f"resuming after {resumed} trials" if resumed else "new"
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
+        if self.warm_start is not None:
+            points, origin = self.warm_start
+            self.progress.print(f"warm start: {len(points)} point(s) from {origin[len(WARM):]} measured first")
         self.runner.prepare_or_fail(self.progress.print)
 
     def launch_defaults(self) -> InFlight | dict[str, Any] | None:
@@ -269,7 +282,9 @@ class Study:
         if self.settings.confirm.rounds == 0:
             return None
         profile_dir = Path(self.config.profile_dir).expanduser() if self.config.study.save_profile else None
-        return Confirmation(self.scheduler, self.space, self.settings, self.progress, profile_dir, default).run()
+        pick = functools.partial(self.objective.candidates, rows=self.table.rows, goal=self.workload.goal,
+                                 count=self.settings.confirm.candidates)
+        return Confirmation(self.scheduler, self.space, self.settings, self.progress, profile_dir, default, pick).run()
 
     def shown_limit(self, limit: int | None) -> int | None:
         """The last trial number of the search, as planned from its start so that it does not grow: trial numbers
@@ -334,20 +349,27 @@ class Study:
             lines += outcome.confirmed_lines(verdict, metric, self.table.rows)
         lines += outcome.read_amplification(self.workload, self.trials, best)
         answered = f", {reused} answered from an earlier trial" if reused else ""
+        if self.search is not None and self.search.stopped is not None:
+            lines.append(("stopped", self.search.stopped.line()))
+        objective_lines, front_table = self.objective.summary(self.table.rows, goal, metric)
+        lines += objective_lines
+        chosen = self.objective.chosen(self.table.rows, goal, best)
         lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
                                   f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
                    "speedup": gain, "trials": len(rows),
                    "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.trials.tuning_seconds(),
-                   "profile": None, "verdict": verdict}
+                   "profile": None, "verdict": verdict, "stopped": self.search and self.search.stopped}
         if self.config.study.save_profile:
             record_of = functools.partial(outcome.profile_record, self.workload, self.strategy_name, self.trials,
                                           self.directory, self.space.dimensions)
-            saved = outcome.save(record_of, Path(self.config.profile_dir).expanduser(), goal, best, default, gain, verdict,
-                                 summary)
+            saved = (outcome.save(record_of, Path(self.config.profile_dir).expanduser(), goal, chosen, default,
+                                  goal.speedup(chosen["value"], reference[0]), verdict, summary) if chosen is not None else "not saved: no trial meets the objective")
             lines.append(("profile", saved))
         self.progress.summary(lines)
+        for line in front_table:
+            self.progress.show(line)
         run = [row for row in self.trials.ok_rows() if row["kind"] in MEASURED]
         top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
         self.progress.table(top, list(self.space.dimensions))

@@ -51,12 +51,12 @@ class Kind(str, enum.Enum):
 
 INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size",
             *(name for name in PARAMETERS if name not in CATEGORIES))
-NUMBERS = ("value", "wall_seconds", "seconds", "timeout", "ask_seconds", *STATS)
+NUMBERS = ("value", "wall_seconds", "seconds", "timeout", "ask_seconds", *STATS, "cgroup_peak_bytes")
 ENUMS: dict[str, type[enum.Enum]] = {"kind": Kind, "status": Status}
 REQUIRED = ("trial", "kind", "status", "value")
 COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_seconds", "seconds", "timeout",
            "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from", "confirms",
-           "measured_by", "checksum", *STATS, "node", "run_started", "run_ended"]
+           "measured_by", "checksum", *STATS, "cgroup_peak_bytes", "node", "run_started", "run_ended"]
 RUNS_SEPARATOR = ";"
 PROFILE = "profile"  # proposed_by of a confirmation run of the saved profile's parameters
 

@@ -21,6 +21,10 @@ single runs; "Input data contains NaN values", and Ax proposes nothing more), so
 ``modelled_best`` is Ax's best point
 by its model's prediction (``Client.get_best_parameterization``), which the summary shows beside the best measured.
 
+With ``objective=metric_and_memory`` (autopager.tuner.memory_front) Ax optimizes two objectives, the metric and
+the trial's memory (``"-objective, -memory"``: its multi-objective model, with the thresholds it infers), and is
+told both of each trial; with ``constraint.memory`` the memory is an outcome constraint (``"memory <= N"``).
+
 The generation strategy is Ax's default (``Client.configure_generation_strategy``'s: Sobol, then the modular
 BoTorch model), with two changes made through Ax's own generator settings: a resumed study continues the
 seeded Sobol sequence after the points its earlier runs drew (counted from the table's ``proposed_by``), instead
@@ -47,6 +51,7 @@ from autopager.tuner.space import HIGH, LOW, Dimension, Params, Space
 from autopager.tuner.strategies.base import Key, Strategy, key
 
 OBJECTIVE = "objective"
+MEMORY = "memory"  # the trial's memory in bytes: a second objective (objective=metric_and_memory) or a constraint
 STATE = "ax_client.json"  # Ax's state, in the study's directory
 LOW_SHARE = "evict_low_water_share"
 SOBOL, MODEL = "Sobol", "MBM"  # node names in Ax's default generation strategy
@@ -106,7 +111,12 @@ class AxStrategy(Strategy):
         self.client.configure_experiment(
             parameters=[RangeParameterConfig(name=name, bounds=box, parameter_type="float")
                         for name, box in boxes.items()] + choices, name="autopager")
-        self.client.configure_optimization(objective=OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}")
+        objective = OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}"
+        self.weighs_memory = settings.get("objective") == "metric_and_memory"
+        self.memory_limit = settings.get("memory_limit")
+        self.client.configure_optimization(
+            objective=f"{objective}, -{MEMORY}" if self.weighs_memory else objective,
+            outcome_constraints=[f"{MEMORY} <= {self.memory_limit}"] if self.memory_limit else None)
 
     def generation_strategy(self):
         """Ax's default generation strategy, changed as the module says."""
@@ -165,7 +175,7 @@ class AxStrategy(Strategy):
         return params
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         if self.client is None:
             return
         if value is not None:
@@ -184,7 +194,10 @@ class AxStrategy(Strategy):
         if value is None:
             self.client.mark_trial_failed(trial_index=index, failed_reason="the run failed")
         else:
-            self.client.complete_trial(trial_index=index, raw_data={OBJECTIVE: float(value)})
+            measured = {OBJECTIVE: float(value)}
+            if (self.weighs_memory or self.memory_limit) and memory is not None:
+                measured[MEMORY] = float(memory)
+            self.client.complete_trial(trial_index=index, raw_data=measured)
 
     def modelled_best(self) -> tuple[Params, float, float | None] | None:
         if self.client is None or self.generation is None:

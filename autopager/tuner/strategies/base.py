@@ -34,6 +34,7 @@ class Strategy(ABC):
         self.settings = settings
         self.seed = seed
         self.proposed_by: str | None = None
+        self.starting_point: Params | None = None
 
     def loss(self, value: float | None) -> float | None:
         """What the strategies minimize: the metric, negated when it is to be maximized."""
@@ -42,6 +43,11 @@ class Strategy(ABC):
     def planned_trials(self) -> int | None:
         """How many trials the strategy means to run, if it knows."""
         return self.settings.get("trials")
+
+    def start_from(self, params: Params) -> None:
+        """Start the search from ``params`` (a warm start's best seed) instead of the defaults, before the first ask
+        that is the strategy's own; a strategy with no starting point (Ax, random search) learns of it as told."""
+        self.starting_point = params
 
     def save(self, directory: Path) -> None:
         """Keep the strategy's own state in the study's directory, for its analysis (most keep none)."""
@@ -57,9 +63,10 @@ class Strategy(ABC):
 
     @abstractmethod
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         """The metric of ``params`` (None: the trial failed) and its standard error (None: one run); ``proposed_by``:
-        for a trial the strategy did not just ask for, what had proposed it (of an earlier run), if anything."""
+        for a trial the strategy did not just ask for, what had proposed it (of an earlier run), if anything;
+        ``memory``: the trial's memory (autopager.tuner.memory_front), for a strategy that weighs it (Ax)."""
 
     def modelled_best(self) -> tuple[Params, float, float | None] | None:
         """The best parameters by the strategy's model, with its predicted value and standard error, if it has one."""
@@ -116,7 +123,7 @@ class SearchStrategy(Strategy):
             return None
 
     def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None) -> None:
+             proposed_by: str | None = None, memory: float | None = None) -> None:
         self._losses[key(params)] = self.loss(value)
         self._asked.discard(key(params))
 

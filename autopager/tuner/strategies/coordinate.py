@@ -24,7 +24,7 @@ class CoordinateStrategy(SearchStrategy):
 
     def search(self):
         min_improvement = float(self.settings.get("min_improvement", 0.0))
-        current: Params = self.space.start()
+        current: Params = self.starting_point or self.space.start()
         yield current
         yield WAIT
         current_loss = self.loss_of(current)

@@ -1,0 +1,178 @@
+"""Time against memory: each trial's memory, the Pareto front of a study's trials (metric against memory), the rule
+that chooses one point of it (``select``), and the memory bound of a single-objective study (``constraint.memory``).
+
+A trial's memory (``memory_bytes``) is the peak of its memory cgroup where the runs had one (``runner.memory_limit``:
+the table's ``cgroup_peak_bytes``, the most of its runs), else its buffer size, the most the pager keeps resident.
+The pager's own resident bytes are in the table too (``resident_bytes``), but as the pager reports them when it
+stops, not at their peak, so they are not the figure.
+
+The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better
+in both, better in one); ``smallest_within:P%`` chooses the least memory whose figure is within P% of the front's
+best, ``fastest_within:SIZE`` the best figure within SIZE of memory.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable, Mapping
+
+from autopager.errors import ConfigError
+from autopager.parameters import format_size, parse_size
+from autopager.run.goal import Goal
+from autopager.tuner.table import Kind, Status
+
+METRIC, METRIC_AND_MEMORY = "metric", "metric_and_memory"  # objective=
+OBJECTIVES = (METRIC, METRIC_AND_MEMORY)
+SMALLEST_WITHIN, FASTEST_WITHIN = "smallest_within", "fastest_within"
+DEFAULT_SELECT = f"{SMALLEST_WITHIN}:10%"
+
+
+def memory_bytes(row: Mapping[str, Any]) -> float | None:
+    """A trial's memory: its cgroup's peak where measured, else its buffer size."""
+    return row.get("cgroup_peak_bytes") or row.get("buffer_size")
+
+
+def front(rows: Iterable[Mapping[str, Any]], goal: Goal) -> list[Mapping[str, Any]]:
+    """The trials on the Pareto front of figure against memory, least memory first."""
+    points = [row for row in rows if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK
+              and memory_bytes(row) is not None]
+
+    def dominates(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        la, lb, ma, mb = goal.loss(a["value"]), goal.loss(b["value"]), memory_bytes(a), memory_bytes(b)
+        return la <= lb and ma <= mb and (la < lb or ma < mb)
+
+    kept = [row for row in points if not any(dominates(other, row) for other in points)]
+    unique: dict[tuple[float, float], Mapping[str, Any]] = {}
+    for row in sorted(kept, key=lambda row: (memory_bytes(row), goal.loss(row["value"]), row["trial"])):
+        unique.setdefault((memory_bytes(row), row["value"]), row)  # equal points: the first trial stands for them
+    return list(unique.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """A rule choosing one point of the front (``select=``)."""
+    rule: str
+    bound: float  # a fraction of the best figure (smallest_within) or bytes (fastest_within)
+
+    @classmethod
+    def parse(cls, text: Any) -> "Selection":
+        rule, _, bound = str(text).partition(":")
+        try:
+            if rule == SMALLEST_WITHIN and bound.endswith("%"):
+                return cls(rule, float(bound[:-1]) / 100)
+            if rule == FASTEST_WITHIN:
+                return cls(rule, float(parse_size(bound)))
+        except ValueError:
+            pass
+        raise ConfigError(f"select must be {SMALLEST_WITHIN}:P% (the least memory within P% of the best figure) or "
+                          f"{FASTEST_WITHIN}:SIZE (the best figure within SIZE of memory), not {text!r}")
+
+    def describe(self) -> str:
+        if self.rule == SMALLEST_WITHIN:
+            return f"the least memory within {100 * self.bound:g}% of the best"
+        return f"the best within {format_size(int(self.bound))} of memory"
+
+    def choose(self, points: list[Mapping[str, Any]], goal: Goal) -> Mapping[str, Any] | None:
+        """The point of the front (least memory first) the rule chooses; None if none qualifies."""
+        if not points:
+            return None
+        if self.rule == SMALLEST_WITHIN:
+            best = goal.best(points, key=lambda row: row["value"])["value"]
+            within = [row for row in points if goal.speedup(row["value"], best) >= 1 / (1 + self.bound)]
+            return min(within, key=memory_bytes)
+        within = [row for row in points if memory_bytes(row) <= self.bound]
+        return goal.best(within, key=lambda row: row["value"]) if within else None
+
+
+def memory_limit(setting: Any) -> int | None:
+    """``constraint.memory``: bytes, or None (no bound)."""
+    if setting is None:
+        return None
+    try:
+        return parse_size(setting)
+    except ValueError:
+        raise ConfigError(f"constraint.memory must be a size (2GiB) or null, not {setting!r}") from None
+
+
+def within_memory(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Mapping[str, Any]]:
+    """The trials whose memory stays within ``limit`` (all of them without one)."""
+    return [row for row in rows if limit is None or (memory_bytes(row) or 0) <= limit]
+
+
+def shown_bytes(nbytes: float) -> str:
+    """A size for the front's table: exact where it is a whole number of KiB, else in MiB."""
+    whole = int(nbytes)
+    return format_size(whole) if whole % 1024 == 0 else f"{nbytes / (1 << 20):.1f}MiB"
+
+
+def front_lines(points: list[Mapping[str, Any]], chosen: Mapping[str, Any] | None, metric: str) -> list[str]:
+    """The front as a table for the summary, the chosen point marked."""
+    header = ["", "trial", metric, "memory", "buffer_size"]
+    cells = [["*" if row is chosen else "", str(row["trial"]), f"{row['value']:.4g}",
+              shown_bytes(memory_bytes(row)), shown_bytes(row["buffer_size"]) if row.get("buffer_size") else "-"]
+             for row in points]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
+    return ["  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in [header, *cells]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    """What a study optimizes (``objective``, ``select``, ``constraint.memory``), and so which of its trials are
+    confirmed and which one its profile is made of."""
+    name: str = METRIC
+    selection: Selection = Selection(SMALLEST_WITHIN, 0.10)
+    limit: int | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], searched: Iterable[str]) -> "Objective":
+        name = config.get("objective", METRIC)
+        if name not in OBJECTIVES:
+            raise ConfigError(f"objective must be one of {', '.join(OBJECTIVES)}, not {name!r}")
+        if name == METRIC_AND_MEMORY and "buffer_size" not in searched:
+            raise ConfigError("objective=metric_and_memory searches the buffer with the other parameters: give "
+                              "space.buffer_size a range (for example '{min:256MiB,max:4GiB,factor:2}')")
+        return cls(name, Selection.parse(config.get("select") or DEFAULT_SELECT),
+                   memory_limit((config.get("constraint") or {}).get("memory")))
+
+    @property
+    def weighs_memory(self) -> bool:
+        return self.name == METRIC_AND_MEMORY
+
+    def strategy_settings(self) -> dict[str, Any]:
+        """What a strategy that weighs memory itself (Ax) is told of the objective, beside its own settings."""
+        return {"objective": self.name, "memory_limit": self.limit}
+
+    def chosen(self, rows: list[Mapping[str, Any]], goal: Goal,
+               incumbent: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The trial the study stands for: the front's point by ``select``, the best within ``constraint.memory``, or
+        the incumbent."""
+        if self.weighs_memory:
+            return self.selection.choose(front(rows, goal), goal)
+        if self.limit is None:
+            return incumbent
+        within = [row for row in within_memory(rows, self.limit)
+                  if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK]
+        return goal.best(within, key=lambda row: row["value"]) if within else None
+
+    def candidates(self, searched: list[Mapping[str, Any]], rows: list[Mapping[str, Any]], goal: Goal,
+                   count: int) -> list[Mapping[str, Any]] | None:
+        """The search trials to confirm, when the objective chooses them (None: the best ``count``, as always)."""
+        if self.weighs_memory:
+            chosen = self.chosen(rows, goal, None)
+            return [row for row in searched if row is chosen]
+        if self.limit is not None:
+            return sorted(within_memory(searched, self.limit), key=lambda row: goal.loss(row["value"]))[:count]
+        return None
+
+    def summary(self, rows: list[Mapping[str, Any]], goal: Goal, metric: str) -> tuple[list[tuple[str, str]], list[str]]:
+        """The summary's lines (label, text) and, for time against memory, the front as a table."""
+        if self.weighs_memory:
+            points = front(rows, goal)
+            chosen = self.selection.choose(points, goal)
+            picked = (f"trial {chosen['trial']}: {self.selection.describe()} (select)" if chosen is not None else f"none: no point of the front is {self.selection.describe()}")
+            return ([("Pareto front", f"{len(points)} points of {metric} against memory (* chosen)"),
+                     ("chosen", picked)], front_lines(points, chosen, metric))
+        if self.limit is not None:
+            chosen = self.chosen(rows, goal, None)
+            return [("memory constraint", f"{shown_bytes(self.limit)}: best within it "
+                                          f"{'trial ' + str(chosen['trial']) if chosen else 'none'}")], []
+        return [], []

@@ -1,0 +1,151 @@
+"""Warm start (``warm_start=STUDY_DIR_OR_PROFILE``): the new study measures first the best points of an earlier
+study, or a profile's parameters, and its strategy goes on from them.
+
+The seeds are the earlier study's best ``SEEDS`` distinct ``ok`` search trials (its defaults aside: this study
+measures its own), or the one point of a profile. Each is moved into this study: where the two studies' buffers
+differ (the small-to-large transfer), a searched ``buffer_size`` is scaled by the ratio of this study's
+``workload.buffer_size`` to the earlier one's; then every searched parameter takes the space's sampled value
+nearest to the seed's, and every other parameter this study's own value. Seeds that land on one point are one.
+
+The seeds are run here, as this study's first search trials (they count against its budget; the table's
+``proposed_by`` is ``warm:<origin>``): the earlier study's figures are never taken for this study's, since they
+were measured at another size, another time or on another machine. Every strategy is told their outcomes as of
+any trial it did not propose (Ax attaches them as trials of its experiment, ahead of its own Sobol points); once
+they have all ended, the strategy starts from the best of them (``Strategy.start_from``: coordinate descent's
+first point; the grid skips them, measured already). The study measures and confirms against its defaults as
+any other.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from autopager.errors import ConfigError
+from autopager.parameters import parse_size
+from autopager.profiles import ProfileError, find_profile, looks_like_path
+from autopager.run.goal import Goal
+from autopager.tuner.space import Params, Space
+from autopager.tuner.strategies.base import Key, Strategy, key
+from autopager.tuner.study_directory import CONFIG, TABLE
+from autopager.tuner.table import Kind, Status, StudyTable, row_params
+
+SEEDS = 5         # the earlier study's best trials that seed this one
+ORIGIN = "warm:"  # proposed_by of a seed's trial: warm:<the earlier study's directory or the profile's name>
+
+
+def _buffer(value: Any) -> int | None:
+    return None if value is None else parse_size(value)
+
+
+def _study_seeds(directory: Path, goal: Goal) -> tuple[list[Params], int | None]:
+    """The best distinct ok search trials of the study in ``directory``, best first, and its workload's buffer."""
+    config = yaml.safe_load((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else {}
+    rows = [row for row in StudyTable(directory / TABLE).rows
+            if row["kind"] is Kind.SEARCH and row["status"] is Status.OK]
+    rows.sort(key=lambda row: goal.loss(row["value"]))
+    return [row_params(row) for row in rows], _buffer(((config or {}).get("workload") or {}).get("buffer_size"))
+
+
+def moved(params: Mapping[str, Any], space: Space, ratio: float | None) -> Params | None:
+    """A seed's parameters in ``space``: its buffer scaled by ``ratio`` where the buffer is searched, each searched
+    parameter at the nearest sampled value, the others the space's own; None if no feasible point."""
+    seed = dict(params)
+    if ratio is not None and seed.get("buffer_size") is not None:
+        seed["buffer_size"] = int(seed["buffer_size"] * ratio)
+    searched = {}
+    for name, dimension in space.dimensions.items():
+        value = seed.get(name)
+        if value is None:
+            continue
+        if dimension.categorical:
+            if value in dimension.values:
+                searched[name] = value
+        else:
+            # nearest on a log scale where the values are positive (the spaces sample sizes by factors)
+            logarithmic = min(dimension.values) > 0 and value > 0
+            searched[name] = min(dimension.values, key=lambda v: abs(math.log(v / value)) if logarithmic
+                                 else abs(v - value))
+    start = space.start()
+    point = space.complete({**{name: start[name] for name in space.dimensions}, **searched})
+    return point if space.feasible(point) else None
+
+
+def seeds(setting: str, space: Space, goal: Goal, buffer_size: int | None, profile_dir: Path) -> tuple[list[Params], str]:
+    """The points that seed a study (``warm_start``), moved into its space, and their origin for the table."""
+    path = Path(setting).expanduser()
+    if path.is_dir():
+        if not (path / TABLE).is_file():
+            raise ConfigError(f"warm_start={setting}: the directory holds no study table ({TABLE})")
+        points, earlier_buffer = _study_seeds(path, goal)
+        if not points:
+            raise ConfigError(f"warm_start={setting}: the study has no ok search trial to start from")
+        origin = f"{ORIGIN}{path.parent.name}/{path.name}"
+    else:
+        try:
+            profile = find_profile(setting, profile_dir)
+        except ProfileError as error:
+            where = "" if looks_like_path(setting) else " (nor a study directory)"
+            raise ConfigError(f"warm_start={setting}: {error}{where}") from None
+        points, earlier_buffer = [profile.params], _buffer(profile.found_for.get("buffer"))
+        origin = f"{ORIGIN}{profile.name}"
+    ratio = buffer_size / earlier_buffer if buffer_size and earlier_buffer else None
+    unique: dict[Key, Params] = {}
+    for params in points:
+        point = moved(params, space, ratio)
+        if point is not None:
+            unique.setdefault(key(point), point)
+        if len(unique) == SEEDS:
+            break
+    return list(unique.values()), origin
+
+
+class WarmStarted(Strategy):
+    """A strategy that proposes the seeds first, then hands over to ``inner``, started from the best seed."""
+
+    def __init__(self, inner: Strategy, points: list[Params], origin: str):
+        super().__init__(inner.space, inner.goal, inner.settings, inner.seed)
+        self.inner, self.origin = inner, origin
+        self.points = list(points)
+        self.losses: dict[Key, float | None] = {}
+        self.asked: set[Key] = set()
+        self.started = False
+
+    def planned_trials(self) -> int | None:
+        return self.inner.planned_trials()
+
+    def save(self, directory: Path) -> None:
+        self.inner.save(directory)
+
+    def expect(self, params: Params | None) -> None:
+        self.inner.expect(params)
+
+    def modelled_best(self) -> tuple[Params, float, float | None] | None:
+        return self.inner.modelled_best()
+
+    def ask(self) -> Params | None:
+        for point in self.points:
+            if key(point) not in self.losses and key(point) not in self.asked:
+                self.asked.add(key(point))
+                self.proposed_by = self.origin
+                return point
+        if self.asked:
+            return None  # the strategy starts once every seed has ended
+        if not self.started:
+            measured = [(loss, point) for point in self.points
+                        if (loss := self.losses.get(key(point))) is not None]
+            if measured:
+                self.inner.start_from(min(measured, key=lambda pair: pair[0])[1])
+            self.started = True
+        params = self.inner.ask()
+        self.proposed_by = self.inner.proposed_by
+        return params
+
+    def tell(self, params: Params, value: float | None, sem: float | None = None,
+             proposed_by: str | None = None, memory: float | None = None) -> None:
+        if key(params) in self.asked or proposed_by == self.origin:
+            self.asked.discard(key(params))
+            self.losses[key(params)] = self.loss(value)
+        self.inner.tell(params, value, sem, proposed_by=proposed_by, memory=memory)
