@@ -30,7 +30,8 @@ from experiments.evaluation.report import (ax_over_seeds, ax_versus_grid, llnl_r
 from experiments.evaluation.rounds import same_round_ratios
 from experiments.evaluation.side_by_side import CONTENDERS, load_side_by_side, tuned_winner
 from experiments.evaluation.studies import Places, compose_workload, study_overrides
-from autopager.analysis.result import load_study, runs
+from autopager.analysis.result import load_study
+from autopager.tuner.trial import Kind
 from autopager.run.disk import read_ahead_file
 
 EVALUATE = [sys.executable, "-m", "experiments.evaluate"]  # from the repository's root (cwd=REPO)
@@ -133,10 +134,10 @@ def test_real_plan_at_quick_sizes_reports_confirmed_figures(tmp_path):
         assert large.loc[method, "confirmed_low"] <= confirmed["speedup"] <= large.loc[method, "confirmed_high"]
         assert len(confirmed["values"]) == 3
         # a run's length is the winner's confirmation runs' wall time, one run at a time
-        rounds = study.trials[(study.trials.kind == "confirm") & (study.trials.confirms == confirmed["trial"])]
+        rounds = [trial for trial in study.of_kind(Kind.CONFIRM) if trial.confirms == confirmed["trial"]]
         assert len(rounds) == 3
         assert large.loc[method, "run_seconds"] == pytest.approx(
-            statistics.median(row.wall_seconds / len(runs(row)) for _, row in rounds.iterrows()))
+            statistics.median(trial.wall_seconds / len(trial.values) for trial in rounds))
     # the transfer measures what the small study would save: its confirmed winner, not its luckiest run
     winner = load_study(out / "studies" / SMALL / "sort" / "ax").confirmed()["params"]
     transfer = load_study(out / "studies" / LARGE / "sort" / TRANSFER)

@@ -2,22 +2,23 @@
 spreadsheet saves it with: neither leaves the study unresumable or its trials discarded."""
 import io
 
-from autopager.tuner.table import Kind, Status, StudyTable
+from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Status, Trial
 
-ROWS = [{"trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 1.5, "page_size": 4096, "started": "t0"},
-        {"trial": 1, "kind": Kind.SEARCH, "status": Status.FAILED, "page_size": 8192, "started": "t1",
-         "error": "exited with status 1", "stderr_tail": "x" * (300 << 10)},
-        {"trial": 2, "kind": Kind.SEARCH, "status": Status.OK, "value": 1.0, "page_size": 16384, "started": "t2"}]
+TRIALS = [Trial(0, Kind.DEFAULT, Status.OK, 1.5, {"page_size": 4096}, started="t0"),
+          Trial(1, Kind.SEARCH, Status.FAILED, None, {"page_size": 8192}, started="t1",
+                error="exited with status 1", stderr_tail="x" * (300 << 10)),
+          Trial(2, Kind.SEARCH, Status.OK, 1.0, {"page_size": 16384}, started="t2")]
 
 
 def written(tmp_path) -> StudyTable:
     table = StudyTable(tmp_path / "trials.csv")
-    for row in ROWS:
-        table.append(dict(row))
+    for trial in TRIALS:
+        table.append(trial)
     return table
 
 
-def read(tmp_path) -> tuple[list[dict], str]:
+def read(tmp_path) -> tuple[list[Trial], str]:
     report = io.StringIO()
     table = StudyTable(tmp_path / "trials.csv", report)
     return table.rows, report.getvalue()
@@ -27,12 +28,12 @@ def test_a_field_over_128_KiB_is_read_back(tmp_path):
     written(tmp_path)
     rows, report = read(tmp_path)
     assert report == ""
-    assert [row["trial"] for row in rows] == [0, 1, 2] and rows[1]["stderr_tail"] == "x" * (300 << 10)
+    assert [row.number for row in rows] == [0, 1, 2] and rows[1].stderr_tail == "x" * (300 << 10)
 
 
 def test_a_table_saved_with_a_byte_order_mark_keeps_its_rows(tmp_path):
     path = written(tmp_path).path
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     rows, report = read(tmp_path)
-    assert report == "" and [row["trial"] for row in rows] == [0, 1, 2]
-    assert [row["value"] for row in rows] == [1.5, None, 1.0]
+    assert report == "" and [row.number for row in rows] == [0, 1, 2]
+    assert [row.value for row in rows] == [1.5, None, 1.0]

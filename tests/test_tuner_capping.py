@@ -103,17 +103,17 @@ def test_a_trial_within_the_noise_of_the_incumbent_is_measured_again(tuner_home)
 def test_strategies_are_told_a_capped_trial_is_worse_than_the_incumbent(tuner_home):
     from autopager.tuner.config import compose
     from autopager.tuner.study import Study
-    from autopager.tuner.table import Kind, Status, StudyTable
+    from autopager.tuner.table import StudyTable
+    from autopager.tuner.trial import Kind, Status, Trial
     from autopager.tuner.trials import Trials
 
     for goal, worse in (("minimize", lambda told, best: told > best), ("maximize", lambda told, best: told < best)):
         config, _ = compose([*AT_OPTIMUM, f"workload.goal={goal}", "runner.cap=3"])
         study = Study(config)
         trials = Trials(StudyTable(tuner_home / f"{goal}.csv"), study.workload, study.settings)
-        base = {"page_size": 256 << 10, "repeats": "2.0", "wall_seconds": 2.0}
-        trials.table.rows = [{**base, "trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 2.0},
-                            {**base, "trial": 1, "kind": Kind.SEARCH, "status": Status.CAPPED, "value": None,
-                             "repeats": None, "wall_seconds": 0.4}]
+        params = {"page_size": 256 << 10}
+        trials.table.rows = [Trial(0, Kind.DEFAULT, Status.OK, 2.0, params, runs=(2.0,), wall_seconds=2.0),
+                             Trial(1, Kind.SEARCH, Status.CAPPED, None, params, wall_seconds=0.4)]
         told, sem = trials.told(trials.rows[1])
         assert worse(told, 2.0) and told == pytest.approx(6.0 if goal == "minimize" else 2.0 / 3) and sem is None
 

@@ -1,6 +1,7 @@
 """The tuner's records cannot be corrupted: a damaged table is reported row by row and never trusted, one tuner
 works on a study at a time, the trial in flight dies with its tuner, a metric is never replaced by a wall time it
 does not measure, and bad settings are refused before anything runs."""
+import dataclasses
 import os
 import signal
 import sys
@@ -79,10 +80,11 @@ def test_an_empty_table_or_a_row_cut_in_a_quoted_field_leaves_the_study_resumabl
 
 
 def test_the_table_is_replaced_whole_and_leaves_no_temporary_file(tuner_home, monkeypatch):
-    from autopager.tuner.table import Kind, Status, StudyTable
+    from autopager.tuner.table import StudyTable
+    from autopager.tuner.trial import Kind, Status, Trial
 
     table = StudyTable(tuner_home / "trials.csv")
-    row = {"trial": 0, "kind": Kind.DEFAULT, "status": Status.OK, "value": 1.5, "page_size": 4096}
+    row = Trial(0, Kind.DEFAULT, Status.OK, 1.5, {"page_size": 4096})
     table.append(row)
     before = table.path.read_bytes()
 
@@ -90,7 +92,7 @@ def test_the_table_is_replaced_whole_and_leaves_no_temporary_file(tuner_home, mo
         raise OSError("crashed before the rename")
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError):
-        table.append({**row, "trial": 1, "kind": Kind.SEARCH, "value": 1.0})
+        table.append(dataclasses.replace(row, number=1, kind=Kind.SEARCH, value=1.0))
     assert table.path.read_bytes() == before
     assert sorted(p.name for p in tuner_home.iterdir()) == ["trials.csv"]
 

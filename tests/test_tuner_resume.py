@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from autopager.analysis.result import StudyResult
+from autopager.tuner.trial import Kind, Status, Trial
 from autopager.cli.main import main
 from conftest import autopager_process
 
@@ -71,11 +72,12 @@ def test_a_study_resumes_only_with_the_same_settings(tuner_home, capsys):
 def test_the_time_a_study_was_stopped_is_not_counted_in_its_tuning_time(tmp_path):
     """Stopped for 89 minutes after its second trial, resumed: its elapsed time leaves the stop out, and keeps
     the sub-second gaps of tables with whole-second starts."""
-    table = pd.DataFrame({
-        "trial": range(4), "kind": ["default", "search", "search", "search"], "status": "ok",
-        "value": [1.0, 2.0, 3.0, 4.0], "seconds": [20.0, 30.0, 15.5, 10.0],
-        "started": ["2026-11-28T07:00:00.000+00:00", "2026-11-28T07:00:20.000+00:00",
-                    "2026-11-28T08:30:00.000+00:00", "2026-11-28T08:30:16.300+00:00"]})
-    study = StudyResult(tmp_path, {"workload": {"metric": "seconds", "goal": "minimize"}}, table)
+    seconds = [20.0, 30.0, 15.5, 10.0]
+    started = ["2026-11-28T07:00:00.000+00:00", "2026-11-28T07:00:20.000+00:00",
+               "2026-11-28T08:30:00.000+00:00", "2026-11-28T08:30:16.300+00:00"]
+    trials = [Trial(number, Kind.DEFAULT if number == 0 else Kind.SEARCH, Status.OK, float(number + 1),
+                    {"page_size": 4096 << number}, seconds=seconds[number], started=started[number])
+              for number in range(4)]
+    study = StudyResult(tmp_path, {"workload": {"metric": "seconds", "goal": "minimize"}}, trials)
     assert study.elapsed().tolist() == pytest.approx([20.0, 50.0, 65.5, 76.3])
     assert study.wall_seconds() == pytest.approx(76.3)
