@@ -21,7 +21,7 @@ PHYSICAL_PAGES = os.sysconf("SC_PHYS_PAGES")  # of SYSTEM_PAGE: the most a buffe
 @dataclass(frozen=True)
 class Parameter:
     """A paging parameter: its name, the variable the pager reads it from, and the values the pager accepts
-    there: from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/test_params.py
+    there: from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/core/test_params.py
     compares the two tables), or one of ``choices``, names, for a categorical one."""
     name: str
     env: str

@@ -265,7 +265,8 @@ def trial_importance(study: StudyResult) -> pd.DataFrame:
     """Each searched parameter's main effect, from the trials alone: the share of the variance of log(metric)
     explained by the mean at each of the parameter's values. Rough with few trials and noisy runs."""
     data = study.rows_of(*MEASURED)
-    data = data[(data.status == Status.OK.value) & (data.value > 0)].assign(log_metric=lambda frame: np.log(frame.value))
+    data = data[(data.status == Status.OK.value) & (data.value > 0)]
+    data = data.assign(log_metric=np.log(data.value))
     total = ((data.log_metric - data.log_metric.mean()) ** 2).sum()
     shares = {}
     for name in study.searched:
