@@ -35,7 +35,7 @@ from autopager.run.memory_limit import pager_memory
 from autopager.run.workloads import Workload
 from autopager.tuner.confirmation import outcome, recorded_candidates
 from autopager.tuner.measuring import defaults_runs, measured_defaults
-from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE
+from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE, quiet_ax
 from autopager.tuner.study_directory import CONFIG, TABLE
 from autopager.tuner.table import read_text, read_trials
 from autopager.tuner.trial import COLUMNS, NUMERIC, Kind, Status, Trial
@@ -286,7 +286,6 @@ def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
         warnings.simplefilter("ignore")
         from ax import Client
         from ax.analysis.plotly.sensitivity import SensitivityAnalysisPlot
-        from autopager.tuner.strategies.ax import quiet_ax
         quiet_ax()
         logging.getLogger("ax").setLevel(logging.ERROR)
         try:

@@ -55,7 +55,7 @@ def test_missing_or_bad_profiles_are_clear_errors(tmp_path, monkeypatch):
         load_profile("bfs")
     bad = tmp_path / "bad.yaml"
     bad.write_text("params: {page_sise: 4096}\n")
-    with pytest.raises(ConfigError, match="unknown parameter"):
+    with pytest.raises(ConfigError, match="unknown paging parameter"):
         load_profile(bad)
     bad.write_text("just text\n")
     with pytest.raises(ProfileError, match="is not a profile"):

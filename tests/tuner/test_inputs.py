@@ -42,7 +42,7 @@ def tmpfs(tmp_path):
 
 
 @pytest.mark.parametrize("setting, message", [
-    ("launcher.workers=0", "launcher.workers must be a positive integer, not 0"),
+    ("launcher.workers=0", "launcher.workers must be a whole number >= 1, not 0"),
     ("study.name=../../x", "study.name='../../x' would leave study.root (outputs): give a name inside it"),
     ("study.name=/tmp/elsewhere", "study.name='/tmp/elsewhere' would leave study.root"),
     ("workload.name=..", "workload.name='..' would leave study.root"),

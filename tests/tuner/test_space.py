@@ -46,7 +46,7 @@ def test_watermark_constraint_is_kept_in_grid_samples_and_start():
     ({"fillers": {"min": 1, "max": 8, "factor": 2, "step": 1}}, "not both"),
     ({"fillers": {"min": 1, "max": 8, "by": 2}}, "unknown key"),
     ({"buffer_size": "lots"}, "not a size"),
-    ({"page_sise": 4096}, "unknown parameter(s) 'page_sise'"),
+    ({"page_sise": 4096}, "unknown paging parameter(s) ['page_sise']"),
 ])
 def test_bad_spaces_are_refused_with_the_reason(spec, message):
     with pytest.raises(ConfigError, match=None) as error:

@@ -1,8 +1,12 @@
 """Each strategy tunes the synthetic workload (a real subprocess with a known optimum) through the CLI."""
 import pandas as pd
 import pytest
+import yaml
 
 from autopager.cli.main import main
+from autopager.errors import ConfigError
+from autopager.run.workloads import config_dir
+from autopager.tuner.strategies import STRATEGIES, check_settings, strategy_class
 
 OPTIMUM = {"page_size": 256 << 10, "fillers": 4, "evictors": 2, "evict_high_water": 80, "evict_low_water": 50,
            "read_ahead": 4}
@@ -108,3 +112,20 @@ def test_budget_minutes_stops_starting_trials(tuner_home, capsys):
     tune("strategy=random", "budget.minutes=0.0001")
     assert len(trials("random-size1-buf64MiB")) == 1
     assert "budget.minutes=0.0001 reached" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", list(STRATEGIES))
+def test_each_strategy_declares_the_options_its_configuration_gives_with_the_same_defaults(name):
+    config = yaml.safe_load((config_dir() / "strategy" / f"{name}.yaml").read_text())
+    declared = {option.name: option.default for option in strategy_class(name).OPTIONS}
+    assert {key: value for key, value in config.items() if key != "name"} == declared
+    assert strategy_class(name).checked({"name": name}) == declared
+
+
+def test_a_key_that_is_no_option_of_the_strategy_is_refused_naming_its_options():
+    with pytest.raises(ConfigError) as refused:
+        check_settings({"name": "random", "trials": 5, "max_sweeps": 2})
+    assert str(refused.value) == ("strategy.max_sweeps: not an option of strategy random; its options are: "
+                                  "strategy.trials")
+    with pytest.raises(ConfigError, match=r"^strategy.min_improvement must be a number >= 0, not -1$"):
+        check_settings({"name": "coordinate", "min_improvement": -1})
