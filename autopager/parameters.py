@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from autopager.errors import ConfigError
 
@@ -21,7 +21,7 @@ PHYSICAL_PAGES = os.sysconf("SC_PHYS_PAGES")  # of SYSTEM_PAGE: the most a buffe
 @dataclass(frozen=True)
 class Parameter:
     """A paging parameter: its name, the variable the pager reads it from, and the values the pager accepts
-    there: from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/test_params.py
+    there: from ``low`` to ``high`` in ``unit`` (native/src/config.cpp checks the same; tests/core/test_params.py
     compares the two tables), or one of ``choices``, names, for a categorical one."""
     name: str
     env: str
@@ -130,12 +130,19 @@ def check_value(name: str, value: Any) -> Any:
     return number
 
 
+def check_names(names: Iterable[str], where: str = "") -> None:
+    """The one check that names are paging parameters: a ValueError naming those that are not (``where``: the
+    setting that holds them)."""
+    unknown = sorted(set(names) - set(TABLE))
+    if unknown:
+        raise ValueError(f"{where + ': ' if where else ''}unknown paging parameter(s) {unknown}; "
+                         f"known: {', '.join(PARAMETERS)}")
+
+
 def check_params(params: Mapping[str, Any]) -> dict[str, Any]:
     """Every parameter checked as the pager would (None values left out), and the rules between those given:
     buffer_size in pages of page_size, evict_low_water below evict_high_water."""
-    unknown = set(params) - set(TABLE)
-    if unknown:
-        raise ValueError(f"unknown paging parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
+    check_names(params)
     checked = {name: check_value(name, value) for name, value in params.items() if value is not None}
     if "buffer_size" in checked and "page_size" in checked:
         pages, page_size = checked["buffer_size"] // checked["page_size"], checked["page_size"]

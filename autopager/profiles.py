@@ -36,7 +36,7 @@ import yaml
 
 from autopager.errors import ConfigError
 from autopager.machine import this_machine
-from autopager.parameters import PARAMETERS, check_params, format_size, parse_size, parse_value
+from autopager.parameters import PARAMETERS, check_names, check_params, format_size, parse_size, parse_value
 
 SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run")
 SUFFIX = ".yaml"
@@ -75,9 +75,10 @@ def parse_params(params: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Parameters as used in Python: sizes in bytes, the rest ints, each checked against what the pager accepts."""
     if not isinstance(params, Mapping):
         raise ProfileError(f"{source}: params must be a mapping of parameter: value, not {params!r}")
-    unknown = set(params) - set(PARAMETERS)
-    if unknown:
-        raise ProfileError(f"{source}: params: unknown parameter(s) {sorted(unknown)}; known: {', '.join(PARAMETERS)}")
+    try:
+        check_names(params, "params")
+    except ValueError as error:
+        raise ProfileError(f"{source}: {error}") from None
     try:
         parsed = {name: None if value is None else parse_value(name, value, "params") for name, value in params.items()}
     except ConfigError as error:

@@ -15,13 +15,12 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-import pandas as pd
-
-from autopager.analysis.result import StudyResult, load_study, runs
+from autopager.analysis.result import StudyResult, load_study
 from autopager.analysis.summary import locate, study_root
 from autopager.errors import ConfigError
-from autopager.parameters import CATEGORIES, typed
+from autopager.parameters import CATEGORIES
 from autopager.tuner.space import Space
+from autopager.tuner.trial import Status, Trial
 
 DATABASE = "optuna.db"
 EXTRA = "pip install 'autopager[dashboard]'"
@@ -43,7 +42,7 @@ def distributions(study: StudyResult, optuna) -> dict[str, Any]:
     space = Space(study.config.get("space") or {}, study.config.get("baseline") or {})
     result = {}
     for name in study.searched:
-        seen = [typed(name, v) for v in study.measured[name].dropna()]
+        seen = [trial.params[name] for trial in study.measured if name in trial.params]
         if name in CATEGORIES:
             result[name] = optuna.distributions.CategoricalDistribution(CATEGORIES[name])
             continue
@@ -54,14 +53,13 @@ def distributions(study: StudyResult, optuna) -> dict[str, Any]:
     return result
 
 
-def frozen_trial(study: StudyResult, row: pd.Series, spaces: dict[str, Any], optuna):
-    state = {"ok": optuna.trial.TrialState.COMPLETE, "capped": optuna.trial.TrialState.PRUNED}.get(
-        str(row.status), optuna.trial.TrialState.FAIL)
-    params = {name: typed(name, row[name]) for name in spaces if pd.notna(row[name])}
-    attributes = {"autopager_trial": int(row.trial), "kind": str(row.kind), "runs": runs(row),
-                  "node": None if pd.isna(row.get("node")) else str(row.get("node")),
-                  "error": None if pd.isna(row.get("error")) else str(row.get("error"))}
-    return optuna.trial.create_trial(state=state, value=float(row.value) if state == optuna.trial.TrialState.COMPLETE
+def frozen_trial(trial: Trial, spaces: dict[str, Any], optuna):
+    state = {Status.OK: optuna.trial.TrialState.COMPLETE, Status.CAPPED: optuna.trial.TrialState.PRUNED}.get(
+        trial.status, optuna.trial.TrialState.FAIL)
+    params = {name: trial.params[name] for name in spaces if name in trial.params}
+    attributes = {"autopager_trial": trial.number, "kind": trial.kind.value, "runs": list(trial.values),
+                  "node": trial.node, "error": trial.error}
+    return optuna.trial.create_trial(state=state, value=trial.value if state == optuna.trial.TrialState.COMPLETE
                                      else None, params=params, distributions={n: spaces[n] for n in params},
                                      user_attrs=attributes)
 
@@ -78,7 +76,7 @@ def export(directory: Path, storage: str, since: int | None = None) -> tuple[str
     if study is None:
         raise ConfigError(f"no study in {directory}: expected its trials.csv and config.yaml")
     name = study_name(study)
-    rows = study.measured
+    trials = study.measured
     if since is None:
         try:
             optuna.delete_study(study_name=name, storage=storage)
@@ -90,14 +88,14 @@ def export(directory: Path, storage: str, since: int | None = None) -> tuple[str
         target.set_user_attr("metric", study.metric)
     else:
         target = optuna.load_study(study_name=name, storage=storage)
-        rows = rows[rows.trial > since]
+        trials = [trial for trial in trials if trial.number > since]
     spaces = distributions(study, optuna)
-    for _, row in rows.iterrows():
-        target.add_trial(frozen_trial(study, row, spaces, optuna))
+    for trial in trials:
+        target.add_trial(frozen_trial(trial, spaces, optuna))
     confirmed = study.confirmed()
     if confirmed is not None:
         target.set_user_attr("confirmed", {key: confirmed[key] for key in ("trial", "value", "speedup", "low", "high")})
-    last = int(study.measured.trial.max()) if len(study.measured) else -1
+    last = max((trial.number for trial in study.measured), default=-1)
     return name, last if since is None else max(since, last)
 
 

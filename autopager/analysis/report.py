@@ -18,14 +18,15 @@ from typing import Sequence
 import pandas as pd
 
 from autopager.analysis.markdown import table
-from autopager.analysis.result import StudyResult, ax_importance, load_study, runs, trial_importance
+from autopager.analysis.result import StudyResult, ax_importance, load_study, trial_importance
 from autopager.errors import ConfigError
-from autopager.parameters import format_size, parse_size, show, show_params, typed
+from autopager.parameters import format_size, parse_size, show, show_params
 from autopager.run.goal import Goal
 from autopager.tuner.memory_front import METRIC_AND_MEMORY, Objective, front, front_lines, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.study_directory import TABLE
-from autopager.tuner.table import Kind, Status, StudyTable
+from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Status
 
 CONVERGENCE, IMPORTANCE, MMAP_PLOT, REPORT = "convergence.png", "importance.png", "mmap.png", "report.md"
 MEMORY_PLOT = "memory.png"
@@ -63,7 +64,7 @@ def plot_convergence(study: StudyResult):
     if defaults:
         ax.axhline(study.default_value(), color="black", linewidth=0.7, label="defaults")
     kernel = study.kernel_mmap()
-    if kernel is not None and kernel.status == "ok":
+    if kernel is not None and kernel.ok:
         ax.axhline(kernel.value, color="tab:red", linewidth=0.8, linestyle="--", label="kernel mmap")
     boundary = study.model_start()
     if boundary is not None:
@@ -106,11 +107,11 @@ def plot_importance(frame: pd.DataFrame, source: str):
 def mmap_comparison(study: StudyResult) -> pd.DataFrame | None:
     """The defaults, the best trial and the kernel's mmap, each as a speedup over the kernel's mmap."""
     kernel, best = study.kernel_mmap(), study.best()
-    if kernel is None or kernel.status != "ok" or best is None:
+    if kernel is None or not kernel.ok or best is None:
         return None
-    rows = [("kernel mmap", kernel.value, runs(kernel)), ("pager defaults", study.default_value(),
-                                                          study.default_values()),
-            (f"pager, best trial ({int(best.trial)})", best.value, runs(best))]
+    rows = [("kernel mmap", kernel.value, kernel.values), ("pager defaults", study.default_value(),
+                                                           study.default_values()),
+            (f"pager, best trial ({best.number})", best.value, best.values)]
     return pd.DataFrame([{"run": label, study.metric: value, "runs": len(values), "least": min(values),
                           "greatest": max(values), "speedup_vs_mmap": study.speedup(value, kernel.value)}
                          for label, value, values in rows])
@@ -136,15 +137,15 @@ def time_against_memory(study: StudyResult, out: Path) -> list[str]:
     objective = Objective.from_config(study.config, ["buffer_size"])
     points = front(rows, goal)
     chosen = objective.selection.choose(points, goal)
-    measured = [row for row in rows if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK]
+    measured = [row for row in rows if row.kind in (Kind.DEFAULT, Kind.SEARCH) and row.status is Status.OK]
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.scatter([memory_bytes(row) / (1 << 20) for row in measured], [row["value"] for row in measured],
+    ax.scatter([memory_bytes(row) / (1 << 20) for row in measured], [row.value for row in measured],
                color="tab:gray", s=14, label="trials")
-    ax.plot([memory_bytes(row) / (1 << 20) for row in points], [row["value"] for row in points], "o-",
+    ax.plot([memory_bytes(row) / (1 << 20) for row in points], [row.value for row in points], "o-",
             color="tab:blue", label="Pareto front")
     if chosen is not None:
-        ax.scatter([memory_bytes(chosen) / (1 << 20)], [chosen["value"]], s=90, facecolors="none",
+        ax.scatter([memory_bytes(chosen) / (1 << 20)], [chosen.value], s=90, facecolors="none",
                    edgecolors="tab:red", label=f"chosen: {objective.selection.describe()}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("memory (MiB)")
@@ -166,20 +167,20 @@ def markdown_table(frame: pd.DataFrame) -> str:
 
 def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:
     """The best trials the search measured, by their recorded figure (confirmation runs are no trials)."""
-    ok = study.ok().sort_values("value", ascending=study.goal == "minimize").head(count)
-    return pd.DataFrame([{"trial": int(row.trial), study.metric: row.value, "runs": len(runs(row)),
-                          **{name: show(name, typed(name, row[name])) if pd.notna(row[name]) else "-"
-                             for name in study.searched}} for _, row in ok.iterrows()])
+    goal = Goal.parse(study.goal)
+    ok = sorted(study.ok(), key=lambda trial: goal.loss(trial.value))[:count]
+    return pd.DataFrame([{"trial": trial.number, study.metric: trial.value, "runs": len(trial.values),
+                          **{name: show(name, trial.params[name]) if name in trial.params else "-"
+                             for name in study.searched}} for trial in ok])
 
 
 def summary(study: StudyResult) -> str:
     workload = study.workload
-    kinds = study.trials.kind
     buffer = workload.get("buffer_size")
-    confirming = int((kinds == "confirm").sum())
+    confirming = len(study.of_kind(Kind.CONFIRM))
     return (f"workload {workload['name']} (size {workload.get('size')}, buffer "
             f"{format_size(parse_size(buffer)) if buffer else 'the default'}), strategy {study.strategy}, "
-            f"{len(study.searched_rows)} trials ({int((kinds == 'default').sum())} of the defaults)"
+            f"{len(study.searched_rows)} trials ({len(study.of_kind(Kind.DEFAULT))} of the defaults)"
             f"{f' and {confirming} confirmation runs' if confirming else ''}, {study.failed()} failed, "
             f"{study.capped()} capped; metric {study.metric} ({direction(study)} is better)")
 
@@ -217,7 +218,7 @@ def write_report(directory: Path, out: Path | None = None) -> Path:
             reference = study.default_value()
             of_runs = f"the median of their {len(defaults)} runs" if len(defaults) > 1 else "their one run"
             lines += [f"The defaults: {format_value(reference, study.metric)} ({of_runs} during the search); the best "
-                      f"trial ({int(best.trial)}): "
+                      f"trial ({best.number}): "
                       f"{format_value(best.value, study.metric)}, {study.speedup(best.value, reference):.2f}x the "
                       f"defaults.", ""]
         lines += [markdown_table(best_trials(study)), ""]

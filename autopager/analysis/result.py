@@ -1,7 +1,9 @@
 """A study read back from its directory, for its analysis: the report (``autopager report``), the notebook
 (notebooks/study_analysis.ipynb) and the evaluation (experiments/evaluation/).
 
-``load_study(DIR)`` reads ``trials.csv`` and ``config.yaml`` of any study, finished or not. The trials ranked
+``load_study(DIR)`` reads ``trials.csv`` (through the tuner's reader, autopager.tuner.table: a damaged row is
+reported and left out) and ``config.yaml`` of any study, finished or not. Its trials (autopager.tuner.trial.Trial)
+are the result; ``table`` is the same trials as a DataFrame, one column a table column, for the plots. The trials ranked
 (``best``, ``ok``) are the rows the search measured, of kinds ``default`` and ``search``, by their recorded
 figure (``reused`` rows repeat one of them); a row of kind ``confirm`` is one confirmation run, whose outcome is
 ``confirmed`` (the tuner's own verdict, autopager.tuner.confirmation.outcome); a row of kind ``mmap`` is the
@@ -13,8 +15,10 @@ the trials table alone (the share of the variance of log(metric) explained by ea
 """
 from __future__ import annotations
 
+import functools
 import logging
 import statistics
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,36 +29,49 @@ import pandas as pd
 import yaml
 
 from autopager.errors import ConfigError
-from autopager.parameters import PARAMETERS, typed
+from autopager.parameters import PARAMETERS
 from autopager.run.goal import Goal
-from autopager.run.kernel_mmap import MMAP
 from autopager.run.memory_limit import pager_memory
 from autopager.run.workloads import Workload
 from autopager.tuner.confirmation import outcome, recorded_candidates
 from autopager.tuner.measuring import defaults_runs, measured_defaults
-from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE
+from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE, quiet_ax
 from autopager.tuner.study_directory import CONFIG, TABLE
-from autopager.tuner.table import DamagedRow, parse_row
+from autopager.tuner.table import read_text, read_trials
+from autopager.tuner.trial import COLUMNS, NUMERIC, Kind, Status, Trial
 from autopager.tuner.trials import MEASURED
 
 
 # Between two trials the tuner only writes its table (milliseconds): a longer gap with no trial asked for or
 # running is a study stopped and resumed later.
 STOPPED_SECONDS = 60.0
-MEASURED_KINDS = tuple(kind.value for kind in MEASURED)  # the rows the search measured
 
 
 @dataclass
 class StudyResult:
     directory: Path
     config: dict[str, Any]
-    table: pd.DataFrame  # every row, the kernel-mmap baseline's included
+    recorded: list[Trial]  # every trial, the kernel-mmap baseline's included
+
+    @functools.cached_property
+    def table(self) -> pd.DataFrame:
+        """The recorded trials by the table's columns (NaN where a cell is empty; kinds and statuses as text)."""
+        frame = pd.DataFrame([trial.columns() for trial in self.recorded], columns=COLUMNS)
+        numeric = [column for column in NUMERIC if column in frame]
+        frame[numeric] = frame[numeric].apply(pd.to_numeric)
+        return frame
 
     @property
     def trials(self) -> pd.DataFrame:
         """The trials, without the kernel-mmap row (with several workers, search trials started beside the defaults'
         first run may come before it)."""
-        return self.table[self.table.kind != MMAP]
+        return self.table[self.table.kind != Kind.MMAP.value]
+
+    def of_kind(self, *kinds: Kind) -> list[Trial]:
+        return [trial for trial in self.recorded if trial.kind in kinds]
+
+    def rows_of(self, *kinds: Kind) -> pd.DataFrame:
+        return self.table[self.table.kind.isin([kind.value for kind in kinds])]
 
     @property
     def workload(self) -> dict[str, Any]:
@@ -78,30 +95,25 @@ class StudyResult:
         return [name for name in PARAMETERS if self.trials[name].nunique(dropna=True) > 1]
 
     @property
-    def measured(self) -> pd.DataFrame:
-        """The trials the search measured (the defaults' and the strategy's), without reused or confirmation rows."""
-        return self.trials[self.trials.kind.isin(MEASURED_KINDS)]
+    def measured(self) -> list[Trial]:
+        """The trials the search measured (the defaults' and the strategy's), without reused or confirmation runs."""
+        return self.of_kind(*MEASURED)
 
     @property
     def searched_rows(self) -> pd.DataFrame:
         """The rows of the search, the reused ones included: what happened before the confirmation."""
-        return self.trials[self.trials.kind.isin((*MEASURED_KINDS, "reused"))]
+        return self.rows_of(*MEASURED, Kind.REUSED)
 
-    def ok(self) -> pd.DataFrame:
-        return self.measured[self.measured.status == "ok"]
+    def ok(self) -> list[Trial]:
+        return [trial for trial in self.measured if trial.ok]
 
     def failed(self) -> int:
-        """The rows that failed (crashed, timed out, a wrong answer); a capped run is no failure."""
-        return int((self.trials.status == "failed").sum())
+        """The trials that failed (crashed, timed out, a wrong answer); a capped run is no failure."""
+        return sum(trial.status is Status.FAILED and trial.kind is not Kind.MMAP for trial in self.recorded)
 
     def capped(self) -> int:
-        """The rows stopped at runner.cap x the incumbent's time: worse than the incumbent, not failed."""
-        return int((self.trials.status == "capped").sum())
-
-    @staticmethod
-    def params_of(row: pd.Series) -> dict[str, Any]:
-        """A row's parameters (those it records)."""
-        return {name: typed(name, row[name]) for name in PARAMETERS if name in row.index and pd.notna(row[name])}
+        """The trials stopped at runner.cap x the incumbent's time: worse than the incumbent, not failed."""
+        return sum(trial.status is Status.CAPPED and trial.kind is not Kind.MMAP for trial in self.recorded)
 
     def better(self, a: float, b: float) -> bool:
         return a < b if self.goal == "minimize" else a > b
@@ -109,56 +121,42 @@ class StudyResult:
     def speedup(self, value: float, reference: float) -> float:
         return Goal.parse(self.goal).speedup(value, reference)
 
-    def best(self) -> pd.Series | None:
+    def best(self) -> Trial | None:
+        """The best trial the search measured, by its recorded figure."""
         ok = self.ok()
-        if ok.empty:
-            return None
-        return ok.loc[ok.value.idxmin() if self.goal == "minimize" else ok.value.idxmax()]
+        return Goal.parse(self.goal).best(ok, key=lambda trial: trial.value) if ok else None
 
-    def best_params(self) -> dict[str, int] | None:
+    def best_params(self) -> dict[str, Any] | None:
         best = self.best()
-        return None if best is None else self.params_of(best)
+        return None if best is None else dict(best.params)
 
-    def default_params(self) -> dict[str, int]:
-        """The parameters of the defaults' first run, as its row gives them (a table written before a parameter
+    def default_params(self) -> dict[str, Any]:
+        """The parameters of the defaults' first run, as it records them (a table written before a parameter
         existed has no column for it)."""
-        return self.params_of(self.trials[self.trials.kind == "default"].iloc[0])
+        return dict(self.of_kind(Kind.DEFAULT)[0].params)
 
     def default_value(self) -> float:
         """The defaults' figure: the median of the runs of the defaults' trials (NaN if none succeeded)."""
-        values = defaults_runs(self.records())
+        values = defaults_runs(self.recorded)
         return statistics.median(values) if values else float("nan")
 
-    def default_rows(self) -> pd.DataFrame:
+    def default_trials(self) -> list[Trial]:
         """The defaults' trials that start the study and succeeded (for a fixed-parameter study: those parameters)."""
-        return self.trials[(self.trials.kind == "default") & (self.trials.status == "ok")]
+        return [trial for trial in self.of_kind(Kind.DEFAULT) if trial.ok]
 
     def default_values(self) -> list[float]:
-        """The values of the runs of ``default_rows``."""
-        return defaults_runs(self.records())
-
-    def records(self) -> list[dict[str, Any]]:
-        """The trials as the tuner reads them (autopager.tuner.table.parse_row: kinds and statuses, None for an empty
-        cell); a row the tuner would leave out as damaged is left out."""
-        cells = self.trials.astype(object).where(self.trials.notna(), "")
-        rows = []
-        for record in cells.to_dict("records"):
-            try:
-                rows.append(parse_row({column: str(value) for column, value in record.items()}))
-            except DamagedRow:
-                continue
-        return rows
+        """The values of the runs of ``default_trials``."""
+        return defaults_runs(self.recorded)
 
     def confirmed(self) -> dict[str, Any] | None:
         """The tuner's confirmation as recorded (rows of kind ``confirm``), its winner chosen as the tuner chooses it
         (autopager.tuner.confirmation.outcome): the speedup is the winner's median over the defaults' confirmation runs,
         with the spread of the per-round ratios. None when the study has no complete confirmation."""
-        rows = self.records()
-        reference = measured_defaults(rows)
+        reference = measured_defaults(self.recorded)
         if reference is None:
             return None
-        candidates = recorded_candidates(rows)
-        defaults = candidates.pop(reference["trial"], None)
+        candidates = recorded_candidates(self.recorded)
+        defaults = candidates.pop(reference.number, None)
         rounds, goal = int((self.config.get("confirm") or {}).get("rounds", 0)), Goal.parse(self.goal)
         winner, speedup_, spread = outcome(goal, defaults, candidates.values(), rounds)
         if winner is None or speedup_ is None or spread is None:
@@ -174,11 +172,11 @@ class StudyResult:
         rounds = int((self.config.get("confirm") or {}).get("rounds", 0))
         if self.strategy == "default" or rounds == 0 or self.confirmed() is not None:
             return None
-        searched = self.trials[self.trials.kind == "search"]
+        searched = self.of_kind(Kind.SEARCH)
         trials = f"{len(searched)} trial{'' if len(searched) == 1 else 's'}"
-        if not (searched.status == "ok").any():
+        if not any(trial.ok for trial in searched):
             return f"not confirmed: none of its {trials} succeeded"
-        candidates = recorded_candidates(self.records()).values()
+        candidates = recorded_candidates(self.recorded).values()
         if not candidates:
             return f"interrupted after {trials}, not confirmed"
         if any(not c.failed and len(c.values) < rounds for c in candidates):
@@ -213,10 +211,10 @@ class StudyResult:
         """One row a trial: its end (elapsed seconds), its value, the spread of its runs (low, high: the least
         and greatest run; equal to the value for a single run), the number of runs and the best value up to it."""
         rows = self.searched_rows
-        ok = rows.status == "ok"
+        ok = rows.status == Status.OK.value
         values = rows.value.where(ok)
         best = values.cummin() if self.goal == "minimize" else values.cummax()
-        spread = [runs(row) if good else [] for good, (_, row) in zip(ok, rows.iterrows())]
+        spread = [self.recorded[index].values if self.recorded[index].ok else () for index in rows.index]
         return pd.DataFrame({"trial": rows.trial, "elapsed": self.elapsed().loc[rows.index], "value": values,
                              "low": [min(r) if r else np.nan for r in spread],
                              "high": [max(r) if r else np.nan for r in spread],
@@ -226,7 +224,7 @@ class StudyResult:
     def time_to_best(self) -> float | None:
         """Elapsed seconds until the best trial had finished."""
         best = self.best()
-        return None if best is None else float(self.elapsed().loc[best.name])
+        return None if best is None else float(self.elapsed()[self.trials.trial == best.number].iloc[0])
 
     def model_start(self) -> tuple[int, float] | None:
         """(trial, elapsed seconds at its ask) of the first trial Ax's model proposed: the end of its Sobol
@@ -237,10 +235,10 @@ class StudyResult:
         started = self.started()
         return int(self.trials.trial.loc[first[0]]), float((started.loc[first[0]] - started.min()).total_seconds())
 
-    def kernel_mmap(self) -> pd.Series | None:
-        """The kernel-mmap baseline's row (``baseline.mmap=true``), if the study measured it."""
-        rows = self.table[self.table.kind == MMAP]
-        return None if rows.empty else rows.iloc[-1]
+    def kernel_mmap(self) -> Trial | None:
+        """The kernel-mmap baseline (``baseline.mmap=true``), if the study measured it."""
+        measured = self.of_kind(Kind.MMAP)
+        return measured[-1] if measured else None
 
     def memory_limit(self) -> int | None:
         """The memory cgroup's limit of the kernel-mmap runs: the pager's memory, from the study's settings."""
@@ -251,31 +249,24 @@ class StudyResult:
             return None
 
 
-def runs(row: pd.Series) -> list[float]:
-    """The values of a row's runs (its value alone when the table kept no runs)."""
-    text = row.get("repeats")
-    if isinstance(text, str) and text.strip():
-        return [float(value) for value in text.split(";")]
-    return [] if pd.isna(row.get("value")) else [float(row["value"])]
-
-
 def load_study(directory: Path | str) -> StudyResult | None:
-    """The study in ``directory``, or None if it has no trials yet."""
+    """The study in ``directory``, or None if it has no trials yet; a damaged row is reported on stderr."""
     directory = Path(directory)
-    if not (directory / TABLE).is_file() or not (directory / CONFIG).is_file():
+    path = directory / TABLE
+    if not path.is_file() or not (directory / CONFIG).is_file():
         return None
-    table = pd.read_csv(directory / TABLE, dtype={"kind": str, "status": str, "repeats": str, "error": str,
-                                                  "stderr_tail": str, "started": str, "proposed_by": str})
-    if table.empty:
+    trials, _ = read_trials(read_text(path), lambda text: print(f"autopager: {path}: {text}", file=sys.stderr))
+    if not trials:
         return None
-    return StudyResult(directory, yaml.safe_load((directory / CONFIG).read_text()), table)
+    return StudyResult(directory, yaml.safe_load((directory / CONFIG).read_text()), trials)
 
 
 def trial_importance(study: StudyResult) -> pd.DataFrame:
     """Each searched parameter's main effect, from the trials alone: the share of the variance of log(metric)
     explained by the mean at each of the parameter's values. Rough with few trials and noisy runs."""
-    data = study.ok()
-    data = data[data.value > 0].assign(log_metric=lambda frame: np.log(frame.value))
+    data = study.rows_of(*MEASURED)
+    data = data[(data.status == Status.OK.value) & (data.value > 0)]
+    data = data.assign(log_metric=np.log(data.value))
     total = ((data.log_metric - data.log_metric.mean()) ** 2).sum()
     shares = {}
     for name in study.searched:
@@ -295,7 +286,6 @@ def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
         warnings.simplefilter("ignore")
         from ax import Client
         from ax.analysis.plotly.sensitivity import SensitivityAnalysisPlot
-        from autopager.tuner.strategies.ax import quiet_ax
         quiet_ax()
         logging.getLogger("ax").setLevel(logging.ERROR)
         try:

@@ -24,6 +24,7 @@ from autopager.parameters import format_size, parse_size
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
 from autopager.tuner.table import write_atomically
+from autopager.tuner.trial import Kind
 
 SUMMARY = "summary.json"
 
@@ -34,9 +35,8 @@ def number(value: Any) -> float | None:
 
 def summarize(study, state: str, budget: int | None = None) -> dict[str, Any]:
     """What summary.json holds for a study read back (autopager.analysis.result.StudyResult)."""
-    trials, config = study.trials, study.config
-    kinds = trials.kind.astype(str)
-    searched = int(kinds.isin(["search", "reused"]).sum())
+    config = study.config
+    searched = len(study.of_kind(Kind.SEARCH, Kind.REUSED))
     if budget is None:
         budget = (config.get("budget") or {}).get("trials") or (config.get("strategy") or {}).get("trials")
     defaults = study.default_values()
@@ -49,12 +49,12 @@ def summarize(study, state: str, budget: int | None = None) -> dict[str, Any]:
         "workload": workload["name"], "size": workload.get("size"),
         "buffer_size": parse_size(workload["buffer_size"]) if workload.get("buffer_size") else None,
         "strategy": study.strategy, "metric": study.metric, "goal": study.goal,
-        "trials": {"done": searched, "budget": budget, "defaults_runs": int((kinds == "default").sum()),
-                   "confirmation_runs": int((kinds == "confirm").sum()), "failed": study.failed(),
+        "trials": {"done": searched, "budget": budget, "defaults_runs": len(study.of_kind(Kind.DEFAULT)),
+                   "confirmation_runs": len(study.of_kind(Kind.CONFIRM)), "failed": study.failed(),
                    "capped": study.capped()},
         "defaults": {"value": reference, "runs": len(defaults)},
         "best": None if best is None else {
-            "trial": int(best.trial), "value": float(best.value), "params": study.params_of(best),
+            "trial": best.number, "value": best.value, "params": dict(best.params),
             "speedup": number(study.speedup(best.value, reference)) if reference else None},
         "confirmed": None if confirmed is None else {
             "trial": confirmed["trial"], "value": confirmed["value"], "runs": len(confirmed["values"]),

@@ -3,9 +3,10 @@ there are, examples."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from autopager.run.workloads import available, config_dir
-from autopager.tuner.strategies import STRATEGIES
+from autopager.tuner.strategies import STRATEGIES, strategy_class
 
 
 USAGE = """\
@@ -86,11 +87,18 @@ def describe_option(group: str, name: str) -> str:
     return ""
 
 
+def shown_default(default: Any) -> str:
+    return "" if isinstance(default, (list, tuple)) else f"={default}"  # a list's is in the strategy's file
+
+
 def help_text() -> str:
     sections = [USAGE, "", "workloads (workload=NAME):"]
     sections += [f"  {name:16} {describe_option('workload', name)}" for name in available("workload")]
     sections += ["", "strategies (strategy=NAME):"]
-    sections += [f"  {name:16} {describe_option('strategy', name)}" for name in STRATEGIES]
+    for name in STRATEGIES:
+        sections.append(f"  {name:16} {describe_option('strategy', name)}")
+        sections += [f"  {'':16}   strategy.{option.name}{shown_default(option.default)}: {option.help}"
+                     for option in strategy_class(name).OPTIONS]
     sections += ["", f"spaces (space=NAME): {', '.join(available('space'))}; the default one "
                      f"(max_threads = {os.cpu_count()} here):"]
     sections += ["  " + line for line in (config_dir() / "space" / "default.yaml").read_text().splitlines()

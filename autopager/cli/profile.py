@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from autopager.checks import one_of
 from autopager.errors import ConfigError
 from autopager.parameters import show, to_environment
 from autopager.profiles import Profile, default_profile_dir, delete_profile, find_profile, scan_profiles
@@ -70,9 +71,7 @@ def export_format(words: list[str]) -> tuple[str, str] | None:
             break
     if len(rest) != 1:
         return None
-    if format_ not in EXPORT_FORMATS:
-        raise ConfigError(f"profile export: --format must be one of {', '.join(EXPORT_FORMATS)}, not {format_!r}")
-    return rest[0], format_
+    return rest[0], one_of("profile export: --format", format_, EXPORT_FORMATS)
 
 
 def exported(profile: Profile, format_: str) -> str:

@@ -9,6 +9,7 @@ from typing import Mapping, Sequence
 
 from omegaconf import DictConfig
 
+from autopager.checks import one_of, whole
 from autopager.cli.help import HYDRA_HELP, RUN_WHAT
 from autopager.cli.hydra_app import run_application
 from autopager.errors import ConfigError, StudyError
@@ -57,10 +58,8 @@ def plan_run(config: DictConfig, choices: Mapping[str, str] | None = None) -> Ru
     runner = Runner.from_config(workload, config.runner)
     workload.check()
     rounds, other_data = config.run.rounds, config.run.other_data
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
-        raise ConfigError(f"run.rounds must be a whole number (0: one run with the profile), not {rounds!r}")
-    if other_data not in OTHER_DATA:
-        raise ConfigError(f"run.other_data must be one of {', '.join(OTHER_DATA)}, not {other_data!r}")
+    whole("run.rounds", rounds, 0)  # 0: one run with the profile
+    one_of("run.other_data", other_data, OTHER_DATA)
     defaults = Space({}, config.baseline).defaults
     try:
         profile = find_profile(str(config.profile or workload.name), Path(config.profile_dir).expanduser(),

@@ -1,15 +1,17 @@
-"""The study's numeric settings (budget, seed, runner), checked before anything runs.
+"""The study's numeric settings (budget, seed, runner, noise, confirmation): typed, and checked when they are made.
 
-Each is read from the resolved configuration and refused, with a message naming the setting and what it must be,
-when it is not a number of the right kind or is out of range (``runner.timeout=0``, ``budget.trials=abc``).
+Each settings class checks its fields in ``__post_init__`` (autopager.checks: a setting that is not a number of
+the right kind, or is out of range, is refused with a message naming it and what it must be:
+``runner.timeout=0``, ``budget.trials=abc``), so no settings object holds a value the tuner would refuse;
+``from_config`` only reads the resolved configuration's sections.
 """
 from __future__ import annotations
 
-import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from autopager.errors import ConfigError
+from autopager.checks import number, one_of, whole
 
 PAGE_CACHE_MODES = ("auto", "evict", "keep")
 
@@ -18,33 +20,15 @@ def _section(config: Mapping[str, Any], section: str) -> Mapping[str, Any]:
     return config.get(section) or {}
 
 
-def whole(config: Mapping[str, Any], path: str, minimum: int, optional: bool = False) -> int | None:
-    """The setting at ``path`` ("runner.repeats") as a whole number >= minimum (None allowed if optional)."""
-    value = _lookup(config, path)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{path} must be a whole number >= {minimum}{' or null' if optional else ''}, "
-                          f"not {value!r}")
-    return value
+def _checked(settings: Any, **values: Any) -> None:
+    """Set a frozen settings object's fields to their checked values (numbers as floats)."""
+    for name, value in values.items():
+        object.__setattr__(settings, name, value)
 
 
-def number(config: Mapping[str, Any], path: str, minimum: float, *, above: bool = False,
-           optional: bool = False) -> float | None:
-    """The setting at ``path`` as a finite number >= minimum (> minimum if ``above``)."""
-    value = _lookup(config, path)
-    if value is None and optional:
-        return None
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or value < minimum or (above and value == minimum)):
-        bound = f"{'>' if above else '>='} {minimum:g}"
-        raise ConfigError(f"{path} must be a number {bound}{' or null' if optional else ''}, not {value!r}")
-    return float(value)
-
-
-def _lookup(config: Mapping[str, Any], path: str) -> Any:
-    section, _, name = path.rpartition(".")
-    return _section(config, section).get(name) if section else config.get(name)
+def _fields(cls: type, section: Mapping[str, Any]) -> dict[str, Any]:
+    """The values a section gives the fields of a settings class (the others keep their defaults)."""
+    return {field.name: section[field.name] for field in dataclasses.fields(cls) if field.name in section}
 
 
 @dataclass(frozen=True)
@@ -60,22 +44,24 @@ class RunnerSettings:
     cap_floor: float = 5.0                # seconds: the least cap
     defaults_timeout: float | None = None  # seconds: the defaults' runs are measured in full unless this bounds them
 
+    def __post_init__(self) -> None:
+        _checked(
+            self,
+            page_cache=one_of("runner.page_cache", self.page_cache, PAGE_CACHE_MODES),
+            repeats=whole("runner.repeats", self.repeats, 1),
+            timeout=number("runner.timeout", self.timeout, 0, above=True, optional=True),
+            timeout_factor=number("runner.timeout_factor", self.timeout_factor, 0, above=True),
+            timeout_floor=number("runner.timeout_floor", self.timeout_floor, 0),
+            first_timeout=number("runner.first_timeout", self.first_timeout, 0, above=True),
+            stderr_lines=whole("runner.stderr_lines", self.stderr_lines, 0),
+            cap=number("runner.cap", self.cap, 1, above=True, optional=True),
+            cap_floor=number("runner.cap_floor", self.cap_floor, 0),
+            defaults_timeout=number("runner.defaults_timeout", self.defaults_timeout, 0, above=True, optional=True))
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "RunnerSettings":
         """From a configuration holding a ``runner`` section."""
-        page_cache = _section(config, "runner").get("page_cache", "auto")
-        if page_cache not in PAGE_CACHE_MODES:
-            raise ConfigError(f"runner.page_cache must be one of {', '.join(PAGE_CACHE_MODES)}, not {page_cache!r}")
-        return cls(repeats=whole(config, "runner.repeats", 1),
-                   timeout=number(config, "runner.timeout", 0, above=True, optional=True),
-                   timeout_factor=number(config, "runner.timeout_factor", 0, above=True),
-                   timeout_floor=number(config, "runner.timeout_floor", 0),
-                   first_timeout=number(config, "runner.first_timeout", 0, above=True),
-                   page_cache=page_cache,
-                   stderr_lines=whole(config, "runner.stderr_lines", 0),
-                   cap=number(config, "runner.cap", 1, above=True, optional=True),
-                   cap_floor=number(config, "runner.cap_floor", 0),
-                   defaults_timeout=number(config, "runner.defaults_timeout", 0, above=True, optional=True))
+        return cls(**_fields(cls, _section(config, "runner")))
 
     def run_timeout(self, workload_timeout: float | None, reference_seconds: float | None) -> float:
         """The one timeout rule: runner.timeout if given, else the workload's own, else timeout_factor x one run of
@@ -96,12 +82,17 @@ class NoiseSettings:
     max_runs: int = 3          # runs of a trial that comes within the noise of the incumbent, in all
     assumed: float = 0.05      # relative noise (standard deviation / mean) until the defaults have two runs
 
+    def __post_init__(self) -> None:
+        _checked(
+            self,
+            defaults_runs=whole("noise.defaults_runs", self.defaults_runs, 1),
+            defaults_every=whole("noise.defaults_every", self.defaults_every, 1),
+            max_runs=whole("noise.max_runs", self.max_runs, 1),
+            assumed=number("noise.assumed", self.assumed, 0))
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "NoiseSettings":
-        return cls(defaults_runs=whole(config, "noise.defaults_runs", 1),
-                   defaults_every=whole(config, "noise.defaults_every", 1),
-                   max_runs=whole(config, "noise.max_runs", 1),
-                   assumed=number(config, "noise.assumed", 0))
+        return cls(**_fields(cls, _section(config, "noise")))
 
 
 @dataclass(frozen=True)
@@ -109,9 +100,15 @@ class ConfirmSettings:
     rounds: int = 3            # rounds of the defaults and each candidate at the end; 0: no confirmation
     candidates: int = 3        # the best trials confirmed
 
+    def __post_init__(self) -> None:
+        _checked(
+            self,
+            rounds=whole("confirm.rounds", self.rounds, 0),
+            candidates=whole("confirm.candidates", self.candidates, 1))
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "ConfirmSettings":
-        return cls(rounds=whole(config, "confirm.rounds", 0), candidates=whole(config, "confirm.candidates", 1))
+        return cls(**_fields(cls, _section(config, "confirm")))
 
 
 @dataclass(frozen=True)
@@ -123,10 +120,16 @@ class StudySettings:
     noise: NoiseSettings
     confirm: ConfirmSettings
 
+    def __post_init__(self) -> None:
+        _checked(
+            self,
+            trials=whole("budget.trials", self.trials, 0, optional=True),
+            minutes=number("budget.minutes", self.minutes, 0, above=True, optional=True),
+            seed=whole("seed", self.seed, 0))
+
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "StudySettings":
-        return cls(trials=whole(config, "budget.trials", 0, optional=True),
-                   minutes=number(config, "budget.minutes", 0, above=True, optional=True),
-                   seed=whole(config, "seed", 0),
+        budget = _section(config, "budget")
+        return cls(trials=budget.get("trials"), minutes=budget.get("minutes"), seed=config.get("seed"),
                    runner=RunnerSettings.from_config(config), noise=NoiseSettings.from_config(config),
                    confirm=ConfirmSettings.from_config(config))

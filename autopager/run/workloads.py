@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from autopager.checks import number
 from autopager.errors import ConfigError
 from autopager.exec import PACKAGE, heap_directory, preload_library, transparent_argv
 from autopager.parameters import format_size, parse_size
@@ -111,8 +112,7 @@ class Workload:
         if isinstance(size, (int, float)) and not isinstance(size, bool) and size <= 0:
             raise ConfigError(f"workload.size must be positive, not {size!r}")
         timeout = config.get("timeout")
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise ConfigError(f"workload.timeout must be a positive number of seconds, not {timeout!r}")
+        number("workload.timeout", timeout, 0, above=True, optional=True)  # seconds
         workload = cls(name=str(name), command=str(command), prepare=config.get("prepare"), size=size,
                        threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,

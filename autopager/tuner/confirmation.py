@@ -15,7 +15,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, Mapping, Optional
+from typing import Callable, Hashable, Iterable, Optional
 
 from autopager.machine import this_machine
 from autopager.profiles import ProfileError, at_other_buffers, profile_path, read_profile
@@ -28,7 +28,7 @@ from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Scheduler
 from autopager.tuner.space import Params, Space
 from autopager.tuner.strategies.base import key
-from autopager.tuner.table import PROFILE, Kind, Status, row_params
+from autopager.tuner.trial import PROFILE, Kind, Trial
 
 
 @dataclass
@@ -90,33 +90,33 @@ def outcome(goal: Goal, defaults: Candidate | None, candidates: Iterable[Candida
     return winner, speedup, spread
 
 
-def count_run(candidate: Candidate, row: Mapping[str, Any]) -> None:
-    """A confirmation run's row counted for its candidate: its value is the round's; a run that failed or was capped
-    ends the candidate's rounds."""
-    if row["status"] is Status.OK:
-        candidate.values.append(row["value"])
+def count_run(candidate: Candidate, trial: Trial) -> None:
+    """A confirmation run counted for its candidate: its value is the round's; a run that failed or was capped ends
+    the candidate's rounds."""
+    if trial.ok:
+        candidate.values.append(trial.value)
     else:
         candidate.failed = True
 
 
-def recorded_candidates(rows: Iterable[Mapping[str, Any]]) -> dict[Hashable, Candidate]:
-    """The candidates of a study's confirmation with the runs its table records (rows of kind ``confirm``, as
-    autopager.tuner.table reads them), by ``Candidate.identity``, in the order of their first run."""
+def recorded_candidates(trials: Iterable[Trial]) -> dict[Hashable, Candidate]:
+    """The candidates of a study's confirmation with the runs its table records (trials of kind ``confirm``), by
+    ``Candidate.identity``, in the order of their first run."""
     found: dict[Hashable, Candidate] = {}
-    for row in rows:
-        if row["kind"] is Kind.CONFIRM:
-            trial = row["confirms"]
-            candidate = Candidate(PROFILE if trial is None else f"trial {trial}", row_params(row), trial)
-            count_run(found.setdefault(candidate.identity, candidate), row)
+    for trial in trials:
+        if trial.kind is Kind.CONFIRM:
+            confirmed = trial.confirms
+            candidate = Candidate(PROFILE if confirmed is None else f"trial {confirmed}", dict(trial.params), confirmed)
+            count_run(found.setdefault(candidate.identity, candidate), trial)
     return found
 
 
-Pick = Callable[[list[dict[str, Any]]], Optional[list[Mapping[str, Any]]]]  # the search trials to confirm, or None
+Pick = Callable[[list[Trial]], Optional[list[Trial]]]  # the search trials to confirm, or None
 
 
 class Confirmation:
     def __init__(self, scheduler: Scheduler, space: Space, settings: StudySettings, progress: Progress,
-                 profile_dir: Path | None, default: Mapping[str, Any], pick: Pick | None = None):
+                 profile_dir: Path | None, default: Trial, pick: Pick | None = None):
         """``profile_dir``: where the profile the study would replace is (None: the study saves none); ``pick``: the
         candidates an objective other than the metric alone chooses (autopager.tuner.memory_front), then confirmed
         without the saved profile's parameters."""
@@ -129,11 +129,11 @@ class Confirmation:
 
     def candidates(self) -> list[Candidate]:
         goal = self.workload.goal
-        searched = [row for row in self.trials.ok_rows(Kind.SEARCH) if key(row_params(row)) != key(self.baseline)]
+        searched = [trial for trial in self.trials.ok_rows(Kind.SEARCH) if key(trial.params) != key(self.baseline)]
         picked = self.pick(searched) if self.pick is not None else None
         top = picked if picked is not None else sorted(
-            searched, key=lambda row: goal.loss(row["value"]))[:self.settings.confirm.candidates]
-        chosen = [Candidate(f"trial {row['trial']}", row_params(row), row["trial"]) for row in top]
+            searched, key=lambda trial: goal.loss(trial.value))[:self.settings.confirm.candidates]
+        chosen = [Candidate(f"trial {trial.number}", dict(trial.params), trial.number) for trial in top]
         saved = self.saved = self.saved_profile() if picked is None else None
         if saved is not None and all(key(saved) != key(c.params) for c in chosen) and key(saved) != key(
                 self.baseline):
@@ -175,7 +175,7 @@ class Confirmation:
         candidates = self.candidates()
         if not candidates:
             return None
-        defaults = Candidate("defaults", self.baseline, self.default["trial"])
+        defaults = Candidate("defaults", self.baseline, self.default.number)
         everyone = [defaults, *candidates]
         self.progress.print(f"\nconfirming {', '.join(c.label for c in candidates)} against the defaults "
                                   f"in {self.rounds} rounds")
@@ -211,16 +211,16 @@ class Confirmation:
                     running[launched.id] = candidate
                 else:
                     self.measured(candidate, launched)
-            for entry, row in self.scheduler.finished():
+            for entry, trial in self.scheduler.finished():
                 candidate = running.pop(entry.id, None)
                 if candidate is None:
-                    self.scheduler.report(row, None)
+                    self.scheduler.report(trial, None)
                 else:
-                    self.measured(candidate, row)
+                    self.measured(candidate, trial)
 
-    def measured(self, candidate: Candidate, row: Mapping[str, Any]) -> None:
-        self.scheduler.report(row, None)
-        count_run(candidate, row)
+    def measured(self, candidate: Candidate, trial: Trial) -> None:
+        self.scheduler.report(trial, None)
+        count_run(candidate, trial)
 
     def verdict(self, defaults: Candidate, candidates: list[Candidate]) -> Verdict:
         goal = self.workload.goal

@@ -13,10 +13,11 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from autopager.parameters import PARAMETERS
 from autopager.tuner.table import write_atomically
+from autopager.tuner.trial import Trial
 
 FILE = "in_flight.json"
 
@@ -36,9 +37,9 @@ class InFlight:
     handle: str | None = None
     id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
 
-    def recorded_in(self, rows: Iterable[Mapping[str, Any]]) -> bool:
-        return any(row.get("started") == self.started and row.get("kind") == self.kind
-                   and all(row.get(name) == self.params.get(name) for name in PARAMETERS) for row in rows)
+    def recorded_in(self, trials: Iterable[Trial]) -> bool:
+        return any(trial.started == self.started and trial.kind == self.kind
+                   and all(trial.params.get(name) == self.params.get(name) for name in PARAMETERS) for trial in trials)
 
 
 class InFlightRecord:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
-from autopager.tuner.table import Kind, Status
+from autopager.tuner.trial import Kind, Status, Trial
 
 METRIC, METRIC_AND_MEMORY = "metric", "metric_and_memory"  # objective=
 OBJECTIVES = (METRIC, METRIC_AND_MEMORY)
@@ -26,24 +26,24 @@ SMALLEST_WITHIN, FASTEST_WITHIN = "smallest_within", "fastest_within"
 DEFAULT_SELECT = f"{SMALLEST_WITHIN}:10%"
 
 
-def memory_bytes(row: Mapping[str, Any]) -> float | None:
+def memory_bytes(row: Trial) -> float | None:
     """A trial's memory: its cgroup's peak where measured, else its buffer size."""
-    return row.get("cgroup_peak_bytes") or row.get("buffer_size")
+    return row.cgroup_peak_bytes or row.params.get("buffer_size")
 
 
-def front(rows: Iterable[Mapping[str, Any]], goal: Goal) -> list[Mapping[str, Any]]:
+def front(rows: Iterable[Trial], goal: Goal) -> list[Trial]:
     """The trials on the Pareto front of figure against memory, least memory first."""
-    points = [row for row in rows if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK
+    points = [row for row in rows if row.kind in (Kind.DEFAULT, Kind.SEARCH) and row.status is Status.OK
               and memory_bytes(row) is not None]
 
-    def dominates(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-        la, lb, ma, mb = goal.loss(a["value"]), goal.loss(b["value"]), memory_bytes(a), memory_bytes(b)
+    def dominates(a: Trial, b: Trial) -> bool:
+        la, lb, ma, mb = goal.loss(a.value), goal.loss(b.value), memory_bytes(a), memory_bytes(b)
         return la <= lb and ma <= mb and (la < lb or ma < mb)
 
     kept = [row for row in points if not any(dominates(other, row) for other in points)]
-    unique: dict[tuple[float, float], Mapping[str, Any]] = {}
-    for row in sorted(kept, key=lambda row: (memory_bytes(row), goal.loss(row["value"]), row["trial"])):
-        unique.setdefault((memory_bytes(row), row["value"]), row)  # equal points: the first trial stands for them
+    unique: dict[tuple[float, float], Trial] = {}
+    for row in sorted(kept, key=lambda row: (memory_bytes(row), goal.loss(row.value), row.number)):
+        unique.setdefault((memory_bytes(row), row.value), row)  # equal points: the first trial stands for them
     return list(unique.values())
 
 
@@ -71,16 +71,16 @@ class Selection:
             return f"the least memory within {100 * self.bound:g}% of the best"
         return f"the best within {format_size(int(self.bound))} of memory"
 
-    def choose(self, points: list[Mapping[str, Any]], goal: Goal) -> Mapping[str, Any] | None:
+    def choose(self, points: list[Trial], goal: Goal) -> Trial | None:
         """The point of the front (least memory first) the rule chooses; None if none qualifies."""
         if not points:
             return None
         if self.rule == SMALLEST_WITHIN:
-            best = goal.best(points, key=lambda row: row["value"])["value"]
-            within = [row for row in points if goal.speedup(row["value"], best) >= 1 / (1 + self.bound)]
+            best = goal.best(points, key=lambda row: row.value).value
+            within = [row for row in points if goal.speedup(row.value, best) >= 1 / (1 + self.bound)]
             return min(within, key=memory_bytes)
         within = [row for row in points if memory_bytes(row) <= self.bound]
-        return goal.best(within, key=lambda row: row["value"]) if within else None
+        return goal.best(within, key=lambda row: row.value) if within else None
 
 
 def memory_limit(setting: Any) -> int | None:
@@ -93,7 +93,7 @@ def memory_limit(setting: Any) -> int | None:
         raise ConfigError(f"constraint.memory must be a size (2GiB) or null, not {setting!r}") from None
 
 
-def within_memory(rows: Iterable[Mapping[str, Any]], limit: int | None) -> list[Mapping[str, Any]]:
+def within_memory(rows: Iterable[Trial], limit: int | None) -> list[Trial]:
     """The trials whose memory stays within ``limit`` (all of them without one)."""
     return [row for row in rows if limit is None or (memory_bytes(row) or 0) <= limit]
 
@@ -104,11 +104,11 @@ def shown_bytes(nbytes: float) -> str:
     return format_size(whole) if whole % 1024 == 0 else f"{nbytes / (1 << 20):.1f}MiB"
 
 
-def front_lines(points: list[Mapping[str, Any]], chosen: Mapping[str, Any] | None, metric: str) -> list[str]:
+def front_lines(points: list[Trial], chosen: Trial | None, metric: str) -> list[str]:
     """The front as a table for the summary, the chosen point marked."""
     header = ["", "trial", metric, "memory", "buffer_size"]
-    cells = [["*" if row is chosen else "", str(row["trial"]), f"{row['value']:.4g}",
-              shown_bytes(memory_bytes(row)), shown_bytes(row["buffer_size"]) if row.get("buffer_size") else "-"]
+    cells = [["*" if row is chosen else "", str(row.number), f"{row.value:.4g}",
+              shown_bytes(memory_bytes(row)), shown_bytes(row.params["buffer_size"]) if row.params.get("buffer_size") else "-"]
              for row in points]
     widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
     return ["  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in [header, *cells]]
@@ -141,8 +141,8 @@ class Objective:
         """What a strategy that weighs memory itself (Ax) is told of the objective, beside its own settings."""
         return {"objective": self.name, "memory_limit": self.limit}
 
-    def chosen(self, rows: list[Mapping[str, Any]], goal: Goal,
-               incumbent: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    def chosen(self, rows: list[Trial], goal: Goal,
+               incumbent: Trial | None) -> Trial | None:
         """The trial the study stands for: the front's point by ``select``, the best within ``constraint.memory``, or
         the incumbent."""
         if self.weighs_memory:
@@ -150,20 +150,20 @@ class Objective:
         if self.limit is None:
             return incumbent
         within = [row for row in within_memory(rows, self.limit)
-                  if row["kind"] in (Kind.DEFAULT, Kind.SEARCH) and row["status"] is Status.OK]
-        return goal.best(within, key=lambda row: row["value"]) if within else None
+                  if row.kind in (Kind.DEFAULT, Kind.SEARCH) and row.status is Status.OK]
+        return goal.best(within, key=lambda row: row.value) if within else None
 
-    def candidates(self, searched: list[Mapping[str, Any]], rows: list[Mapping[str, Any]], goal: Goal,
-                   count: int) -> list[Mapping[str, Any]] | None:
+    def candidates(self, searched: list[Trial], rows: list[Trial], goal: Goal,
+                   count: int) -> list[Trial] | None:
         """The search trials to confirm, when the objective chooses them (None: the best ``count``, as always)."""
         if self.weighs_memory:
             chosen = self.chosen(rows, goal, None)
             return [row for row in searched if row is chosen]
         if self.limit is not None:
-            return sorted(within_memory(searched, self.limit), key=lambda row: goal.loss(row["value"]))[:count]
+            return sorted(within_memory(searched, self.limit), key=lambda row: goal.loss(row.value))[:count]
         return None
 
-    def summary(self, rows: list[Mapping[str, Any]], goal: Goal, metric: str) -> tuple[list[tuple[str, str]], list[str]]:
+    def summary(self, rows: list[Trial], goal: Goal, metric: str) -> tuple[list[tuple[str, str]], list[str]]:
         """The summary's lines (label, text) and, for time against memory, the front as a table."""
         if self.weighs_memory:
             points = front(rows, goal)

@@ -18,7 +18,8 @@ from autopager.tuner.confirmation import Verdict, round_ratios
 from autopager.tuner.progress import format_value
 from autopager.tuner.space import Params
 from autopager.tuner.study_directory import CONFIG, TABLE
-from autopager.tuner.table import Kind, Status, StudyTable, row_params
+from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Trial
 from autopager.tuner.trials import MEASURED, Trials
 
 READ_AMPLIFICATION = 4.0  # a trial reading this many times its data through the pager gets the summary's warning
@@ -36,8 +37,8 @@ def pagesize_best(directory: Path, workload: Mapping[str, Any], goal: Goal) -> t
         if (other.get("strategy", {}).get("name") != "pagesize"
                 or other.get("workload") != workload):
             continue
-        values = [row["value"] for row in StudyTable(config_path.parent / TABLE).rows
-                  if row["status"] is Status.OK and row["kind"] in MEASURED]
+        values = [trial.value for trial in StudyTable(config_path.parent / TABLE).rows
+                  if trial.ok and trial.kind in MEASURED]
         if values:
             found.append((goal.best(values, key=float), config_path.parent))
     if not found:
@@ -45,23 +46,23 @@ def pagesize_best(directory: Path, workload: Mapping[str, Any], goal: Goal) -> t
     return goal.best(found, key=lambda item: item[0])
 
 
-def read_amplification(workload: Workload, trials: Trials, best: Mapping[str, Any]) -> list[tuple[str, str]]:
+def read_amplification(workload: Workload, trials: Trials, best: Trial) -> list[tuple[str, str]]:
     """A line when the trials read many times the workload's data (its data_files) through the pager, from the
     pager statistics the table records: pages too large, or a buffer too small, for the access pattern."""
     data = sum(path.stat().st_size for path in workload.data_paths() if path.is_file())
-    read = [(row, row["bytes_read"] / data) for row in trials.ok_rows() if row["kind"] in MEASURED
-            and data and row.get("bytes_read")]
-    many = [(row, ratio) for row, ratio in read if ratio >= READ_AMPLIFICATION]
+    read = [(trial, trial.stats["bytes_read"] / data) for trial in trials.ok_rows() if trial.kind in MEASURED
+            and data and trial.stats.get("bytes_read")]
+    many = [(trial, ratio) for trial, ratio in read if ratio >= READ_AMPLIFICATION]
     if not many:
         return []
-    best_ratio = next((ratio for row, ratio in read if row is best), None)
-    of_best = (f"; the best trial {best['trial']} read {best_ratio:.1f}x" if best_ratio is not None else "")
+    best_ratio = next((ratio for trial, ratio in read if trial.number == best.number), None)
+    of_best = (f"; the best trial {best.number} read {best_ratio:.1f}x" if best_ratio is not None else "")
     return [("read amplification", f"{len(many)} of {len(read)} trials read {READ_AMPLIFICATION:g}x or more of "
                                    f"the {format_size(data)} of data (up to {max(r for _, r in many):.1f}x"
                                    f"{of_best}): pages too large or buffer too small for random access")]
 
 
-def confirmed_lines(verdict: Verdict, metric: str, rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+def confirmed_lines(verdict: Verdict, metric: str, trials: list[Trial]) -> list[tuple[str, str]]:
     if verdict.winner is None:
         return [("confirmed", "no candidate completed its confirmation runs")]
     winner = verdict.winner
@@ -72,20 +73,19 @@ def confirmed_lines(verdict: Verdict, metric: str, rows: list[dict[str, Any]]) -
         low, high = verdict.speedup_spread
         lines.append(("confirmed speedup", f"{verdict.speedup:.2f}x (per round {low:.2f}-{high:.2f}x; "
                                            f"noise +-{100 * verdict.noise:.1f}%)"))
-    nodes = sorted({row["node"] for row in rows if row["kind"] is Kind.CONFIRM and row["node"]})
+    nodes = sorted({trial.node for trial in trials if trial.kind is Kind.CONFIRM and trial.node})
     if len(nodes) > 1:  # several workers: the rounds' runs went to whichever node was free
         lines.append(("confirmed on nodes", f"{', '.join(nodes)} (each run's node is in the table)"))
     return lines
 
 
-def save(record_of: RecordOf, directory: Path, goal: Goal, best: Mapping[str, Any], default: Mapping[str, Any],
+def save(record_of: RecordOf, directory: Path, goal: Goal, best: Trial, default: Trial,
          gain: float, verdict: Verdict | None, summary: dict[str, Any]) -> str:
     """Save the profile: the confirmed winner (if it replaces the saved profile), else without confirmation the
     best measured trial (if better than the saved one), into ``directory`` (profile_dir). What the summary says of
     it."""
     if verdict is None:
-        path, written = save_profile(record_of(row_params(best), best["value"], default["value"], gain),
-                                     directory)
+        path, written = save_profile(record_of(dict(best.params), best.value, default.value, gain), directory)
         summary["profile"] = path
         return f"{'saved' if written else 'kept (it is better)'}: {path}"
     if not verdict.replace_profile:
@@ -126,5 +126,5 @@ def profile_record(workload: Workload, strategy: str, trials: Trials, directory:
         "trials": len(trials.rows),
         "study": str(directory.resolve()),
         "searched": [name for name in dimensions  # the parameters its trials varied
-                     if len({row[name] for row in trials.rows if row["kind"] != "reused"}) > 1],
+                     if len({trial.params.get(name) for trial in trials.rows if trial.kind is not Kind.REUSED}) > 1],
     }

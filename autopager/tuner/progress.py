@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from autopager.parameters import format_size, show, show_params
 from autopager.run.goal import Goal
-from autopager.tuner.table import parse_runs
+from autopager.tuner.trial import Kind, Trial
 
 OUTPUTS = ("quiet", "normal", "verbose")
 
@@ -26,9 +26,9 @@ def format_value(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.4g} {metric}"
 
 
-def defaults_pages(default: Mapping[str, Any]) -> str:
+def defaults_pages(default: Trial) -> str:
     """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given)."""
-    size = default.get("page_size") or default.get("pager_page_size")
+    size = default.params.get("page_size") or default.stats.get("pager_page_size")
     return f", pages of {format_size(size)}" if size else ""
 
 
@@ -111,7 +111,7 @@ class Progress:
         self._ticking = (thread, stop)
         thread.start()
 
-    def trial(self, row: Mapping[str, Any], planned: int | None, best: float | None,
+    def trial(self, trial: Trial, planned: int | None, best: float | None,
               default: float | None, defaults_trial: int | None) -> None:
         """A trial's result line; ``defaults_trial``: the defaults' first trial, whose confirmation runs show as the
         defaults (they leave the page size to the pager, as the defaults' own runs)."""
@@ -124,36 +124,36 @@ class Progress:
             return
         if self.out.isatty():
             self.out.write("\r\033[K")  # erase the running line
-        count = counter(row["trial"], planned)
-        runs = parse_runs(row.get("repeats"))
-        if row["status"] == "ok":
-            outcome = format_value(row["value"], self.metric) + (f" (median of {len(runs)})" if len(runs) > 1 else "")
+        count = counter(trial.number, planned)
+        runs = trial.runs
+        if trial.ok:
+            outcome = format_value(trial.value, self.metric) + (f" (median of {len(runs)})" if len(runs) > 1 else "")
         else:
-            outcome = f"FAILED ({row['error']})"
+            outcome = f"FAILED ({trial.error})"
         gain = f" ({Goal.parse(self.goal).speedup(best, default):.2f}x the defaults)" if None not in (best, default) else ""
-        of_defaults = row["kind"] == "default" or (row["kind"] == "confirm" and defaults_trial is not None
-                                                   and row.get("confirms") == defaults_trial)
-        shown = f"defaults{defaults_pages(row)}" if of_defaults else show_params(
-            {name: row[name] for name in self.searched})
-        if row["kind"] == "reused":
-            shown += f"  (measured in trial {row['reused_from']}: not run again)"
+        of_defaults = trial.kind is Kind.DEFAULT or (trial.kind is Kind.CONFIRM and defaults_trial is not None
+                                                     and trial.confirms == defaults_trial)
+        shown = f"defaults{defaults_pages(trial)}" if of_defaults else show_params(
+            {name: trial.params.get(name) for name in self.searched})
+        if trial.kind is Kind.REUSED:
+            shown += f"  (measured in trial {trial.reused_from}: not run again)"
         self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
         if self.verbose and runs:
-            where = f" on {row['node']}" if row.get("node") else ""
+            where = f" on {trial.node}" if trial.node else ""
             self.print(f"      runs: {'; '.join(f'{value:.4g}' for value in runs)} {self.metric}, "
-                       f"{row.get('wall_seconds') or 0:.2f} s of wall time{where}")
+                       f"{trial.wall_seconds or 0:.2f} s of wall time{where}")
 
     def summary(self, lines: Iterable[tuple[str, str]]) -> None:
         self.show()
         for label, text in lines:
             self.show(f"{label + ':':<26}{text}")
 
-    def table(self, rows: list[Mapping[str, Any]], names: list[str]) -> None:
+    def table(self, trials: list[Trial], names: list[str]) -> None:
         """The best trials, one a line, best first."""
         self.show("\nbest trials:")
         header = ["trial", self.metric] + names
-        cells = [[str(row["trial"]), f"{row['value']:.4g}"] + [show(name, row[name]) for name in names]
-                 for row in rows]
+        cells = [[str(trial.number), f"{trial.value:.4g}"] + [show(name, trial.params.get(name)) for name in names]
+                 for trial in trials]
         widths = [max(len(column[i]) for column in [header] + cells) for i in range(len(header))]
         for line in [header] + cells:
             self.show("  " + "  ".join(cell.rjust(width) for cell, width in zip(line, widths)))

@@ -7,19 +7,20 @@ Over the trial pool (autopager.tuner.trial_pool: what is in flight, on which wor
 """
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from autopager.run.runner import Measurement, Runner, stopped
 from autopager.tuner.in_flight import InFlight
 from autopager.tuner.launchers import TrialResult
-from autopager.tuner.measuring import Proposal, add_runs, trial_row
+from autopager.tuner.measuring import Proposal, add_runs, measured_trial
 from autopager.tuner.space import Params, Space
-from autopager.tuner.table import COLUMNS, Kind
+from autopager.tuner.trial import Kind, Trial
 from autopager.tuner.trial_pool import TrialPool
 from autopager.tuner.trials import Trials
 
-Report = Callable[[Mapping[str, Any], Any], None]  # (row, the search's trial limit or None)
+Report = Callable[[Trial, Any], None]  # (trial, the search's trial limit or None)
 
 
 class Scheduler:
@@ -27,9 +28,9 @@ class Scheduler:
         self.pool, self.trials, self.space, self.runner, self.report = pool, trials, space, runner, report
 
     def launch(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
-               confirms: int | None = None, continues: int | None = None) -> InFlight | dict[str, Any]:
+               confirms: int | None = None, continues: int | None = None) -> InFlight | Trial:
         """Hand a trial to the launcher (``continues``: one more run of that trial); an infeasible one is recorded
-        at once, not run, and its row returned."""
+        at once, not run, and returned."""
         entry = InFlight(dict(params), kind.value, timeout, proposal.started, proposal.ask_seconds,
                          proposal.proposed_by, cap=cap, confirms=confirms, continues=continues)
         why = self.space.infeasible(params)
@@ -41,45 +42,47 @@ class Scheduler:
         return entry
 
     def run_trial(self, params: Params, kind: Kind, proposal: Proposal, timeout: float, cap: float | None,
-                  confirms: int | None = None) -> dict[str, Any]:
-        """Measure a parameter set on a node and append its row to the table (and those of trials in flight that
+                  confirms: int | None = None) -> Trial:
+        """Measure a parameter set on a node and append its trial to the table (and those of trials in flight that
         end meanwhile)."""
         launched = self.launch(params, kind, proposal, timeout, cap, confirms)
         return self.wait_for(launched) if isinstance(launched, InFlight) else launched
 
-    def wait_for(self, awaited: InFlight) -> dict[str, Any]:
-        """The row of a trial in flight, once it has ended; the other trials that end meanwhile are reported."""
+    def wait_for(self, awaited: InFlight) -> Trial:
+        """A trial in flight, once it has ended and is recorded; the other trials that end meanwhile are reported."""
         while True:
-            for entry, row in self.finished():
+            for entry, trial in self.finished():
                 if entry is awaited:
-                    return row
-                self.report(row, None)
+                    return trial
+                self.report(trial, None)
 
     def drain(self, entries: list[InFlight] | None = None) -> None:
         """Record the trials in flight as they end (until none of ``entries`` is in flight, if given)."""
         while self.pool.count if entries is None else any(self.pool.flying.get(entry.handle) is entry
                                                           for entry in entries):
-            for _, row in self.finished():
-                self.report(row, None)
+            for _, trial in self.finished():
+                self.report(trial, None)
 
-    def record(self, entry: InFlight, result: TrialResult, proposal: Proposal) -> dict[str, Any]:
-        """Put a finished trial in the table (a new row, or more runs of the trial it continues), then strike it off
-        the in-flight record."""
-        where = {"node": result.node, "run_started": result.run_started, "run_ended": result.run_ended}
+    def record(self, entry: InFlight, result: TrialResult, proposal: Proposal) -> Trial:
+        """Put a finished trial in the table (a new one, or the trial it continues with more runs), then strike it
+        off the in-flight record."""
+        table = self.trials.table
         if entry.continues is not None:
-            row = next(row for row in self.trials.table.rows if row["trial"] == entry.continues)
-            add_runs(row, result.measurement)
-            row.update(where)
-            self.trials.table.write()
+            measured = add_runs(table.trial(entry.continues), result.measurement)
         else:
             limit = entry.timeout if entry.cap is None else min(entry.timeout, entry.cap)
-            row = {**trial_row(self.trials.table.next_trial(), Kind(entry.kind), entry.params, result.measurement, limit,
-                               proposal, entry.confirms), **where}
-            self.trials.table.append(row)
+            measured = measured_trial(table.next_trial(), Kind(entry.kind), entry.params, result.measurement, limit,
+                                 proposal, entry.confirms)
+        trial = dataclasses.replace(measured, node=result.node, run_started=result.run_started,
+                                    run_ended=result.run_ended)
+        if entry.continues is not None:
+            table.replace(trial)
+        else:
+            table.append(trial)
         self.pool.recorded(entry)
-        return row
+        return trial
 
-    def finished(self) -> list[tuple[InFlight, dict[str, Any]]]:
+    def finished(self) -> list[tuple[InFlight, Trial]]:
         """Wait for trials in flight to end; record each. A search trial launched before its limits were known
         (``late_limits``) is stopped by the tuner once it runs past them, and recorded as the runner records a run
         stopped there: capped (or, past the timeout, failed)."""
@@ -105,7 +108,7 @@ class Scheduler:
         default = self.trials.measured_defaults()
         reference = self.trials.incumbent() or default
         cap, timeout_now = self.trials.cap_seconds(reference), self.trials.timeout(default)
-        startup = max(0.0, reference["seconds"] - reference["wall_seconds"]) if reference else 0.0
+        startup = max(0.0, reference.seconds - reference.wall_seconds) if reference else 0.0
         late = []
         for entry in self.pool.flying.values():
             if entry.kind != Kind.SEARCH or entry.cap is not None:
@@ -116,12 +119,12 @@ class Scheduler:
                 late.append((entry, limit, timeout, startup))
         return late
 
-    def reuse(self, earlier: Mapping[str, Any], proposal: Proposal) -> dict[str, Any]:
+    def reuse(self, earlier: Trial, proposal: Proposal) -> Trial:
         """A trial answered from an earlier one with the same parameters: recorded, not run."""
-        row = {**{column: earlier.get(column) for column in COLUMNS}, "trial": self.trials.table.next_trial(),
-               "kind": Kind.REUSED, "repeats": None, "wall_seconds": 0.0,
-               "seconds": time.perf_counter() - proposal.begin, "timeout": None, "stderr_tail": None,
-               "started": proposal.started, "ask_seconds": proposal.ask_seconds, "proposed_by": proposal.proposed_by,
-               "reused_from": earlier["trial"], "confirms": None}
-        self.trials.table.append(row)
-        return row
+        trial = dataclasses.replace(
+            earlier, number=self.trials.table.next_trial(), kind=Kind.REUSED, runs=(), wall_seconds=0.0,
+            seconds=time.perf_counter() - proposal.begin, timeout=None, stderr_tail=None, started=proposal.started,
+            ask_seconds=proposal.ask_seconds, proposed_by=proposal.proposed_by, reused_from=earlier.number,
+            confirms=None)
+        self.trials.table.append(trial)
+        return trial

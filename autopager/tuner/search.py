@@ -8,18 +8,18 @@ before its budget, and says why (``stopped``).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable
 
 from autopager.run.settings import StudySettings
 from autopager.tuner.in_flight import InFlight
-from autopager.tuner.measuring import Proposal, runs_of
+from autopager.tuner.measuring import Proposal
 from autopager.tuner.memory_front import memory_bytes
 from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Report, Scheduler
 from autopager.tuner.space import Params, Space
 from autopager.tuner.stopping import Stop, plateau_stop
 from autopager.tuner.strategies.base import Key, Strategy, key
-from autopager.tuner.table import Kind, row_params
+from autopager.tuner.trial import Kind, Trial
 from autopager.tuner.trials import Trials
 
 
@@ -38,17 +38,17 @@ class Search:
         self.plateau = plateau  # search trials without improvement that end the search; None: never
         self.stopped: Stop | None = None  # why the search ended before its budget
 
-    def run(self, default: Mapping[str, Any] | None, alongside: InFlight | None = None) -> dict[str, Any] | None:
+    def run(self, default: Trial | None, alongside: InFlight | None = None) -> Trial | None:
         """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends.
         It ends when no search trial is in flight: the defaults' runs still in flight end during the confirmation.
         ``alongside``: the defaults' first trial, in flight (``default`` is None): the free workers run the strategy's
-        trials until it ends, without a cap (none is known yet; ``finished`` caps them later); its row is returned."""
+        trials until it ends, without a cap (none is known yet; ``finished`` caps them later); its trial is returned."""
         self.strategy.expect(None if alongside is None else self.space.defaults_as_run())
         limit = self.limit = self.settings.trials if self.settings.trials is not None else self.strategy.planned_trials()
         self.tell_recorded(default, limit)
         if default is not None:
             done = self.trials.searched()
-            self.progress.plan(self.strategy_name, self.strategy.planned_trials(), limit, done, default["wall_seconds"])
+            self.progress.plan(self.strategy_name, self.strategy.planned_trials(), limit, done, default.wall_seconds)
         proposing = True
         while True:
             waiting = False  # the strategy proposes nothing until a search trial in flight ends, or at all
@@ -71,28 +71,28 @@ class Search:
                     self.followers.setdefault(key(params), []).append((params, proposal))
                     continue
                 if earlier is not None:
-                    row = self.scheduler.reuse(earlier, proposal)
+                    trial = self.scheduler.reuse(earlier, proposal)
                 else:
                     if self.scheduler.pool.launcher.workers == 1:
                         self.progress.running(self.trials.table.next_trial(), self.shown_limit(limit), params)
-                    row = self.scheduler.launch(params, Kind.SEARCH, proposal, self.trials.timeout(default),
-                                      self.trials.cap_seconds(self.trials.incumbent() or default))
-                if not isinstance(row, InFlight):
-                    self.tell(row, params)
-                    self.report(row, limit)
+                    trial = self.scheduler.launch(params, Kind.SEARCH, proposal, self.trials.timeout(default),
+                                                  self.trials.cap_seconds(self.trials.incumbent() or default))
+                if not isinstance(trial, InFlight):
+                    self.tell(trial, params)
+                    self.report(trial, limit)
             searching = any(entry.kind == Kind.SEARCH for entry in self.scheduler.pool.flying.values())
             if alongside is None and (not self.scheduler.pool.count or (not searching and (waiting or not proposing))):
                 break  # nothing more to propose: the defaults' runs still in flight end during the confirmation
             ended = None
-            for entry, row in self.scheduler.finished():
+            for entry, trial in self.scheduler.finished():
                 if entry is alongside:
-                    ended = row  # told when the search goes on (``defaults`` reports it)
-                elif entry.kind != Kind.SEARCH or self.measure_again(entry, row):
-                    self.report(row, None if entry.kind != Kind.SEARCH else limit)
+                    ended = trial  # told when the search goes on (``defaults`` reports it)
+                elif entry.kind != Kind.SEARCH or self.measure_again(entry, trial):
+                    self.report(trial, None if entry.kind != Kind.SEARCH else limit)
                 else:
-                    self.tell(row, entry.params, entry.proposed_by)
-                    self.report(row, limit)
-                    self.answer_followers(row, limit)
+                    self.tell(trial, entry.params, entry.proposed_by)
+                    self.report(trial, limit)
+                    self.answer_followers(trial, limit)
             if ended is not None:
                 return ended
         if self.searched_before and self.searched_before == self.trials.searched():
@@ -100,47 +100,48 @@ class Search:
                                 "give another study.name, to run more)")
         return None
 
-    def tell(self, row: Mapping[str, Any], params: Params, proposed_by: str | None = None) -> None:
-        self.told_trials.add(row["trial"])
-        self.strategy.tell(params, *self.trials.told(row), proposed_by=proposed_by, memory=memory_bytes(row))
+    def tell(self, trial: Trial, params: Params, proposed_by: str | None = None) -> None:
+        self.told_trials.add(trial.number)
+        self.strategy.tell(params, *self.trials.told(trial), proposed_by=proposed_by, memory=memory_bytes(trial))
 
-    def tell_recorded(self, default: Mapping[str, Any] | None, limit: int | None) -> None:
-        """Tell the strategy of the rows it has not been told of: the defaults', a resumed study's trials, and those
+    def tell_recorded(self, default: Trial | None, limit: int | None) -> None:
+        """Tell the strategy of the trials it has not been told of: the defaults', a resumed study's trials, and those
         that ended while no search ran (started alongside the defaults' first run), except a trial being measured
         again; answer the proposals that waited for them."""
         continuing = {entry.continues for entry in self.scheduler.pool.flying.values()}
-        for row in list(self.trials.rows):
-            if ((row["kind"] is Kind.SEARCH or row["kind"] is Kind.REUSED or row is default)
-                    and row["trial"] not in self.told_trials and row["trial"] not in continuing):
-                self.tell(row, row_params(row), row.get("proposed_by"))
-                self.answer_followers(row, limit)
+        for trial in list(self.trials.rows):
+            is_default = default is not None and trial.number == default.number
+            if ((trial.kind in (Kind.SEARCH, Kind.REUSED) or is_default)
+                    and trial.number not in self.told_trials and trial.number not in continuing):
+                self.tell(trial, dict(trial.params), trial.proposed_by)
+                self.answer_followers(trial, limit)
 
-    def answer_followers(self, row: Mapping[str, Any], limit: int | None) -> None:
-        """The proposals of a trial's parameters made while it was in flight: answered from its row."""
-        for params, proposal in self.followers.pop(key(row_params(row)), []):
-            reused = self.scheduler.reuse(row, proposal)
+    def answer_followers(self, trial: Trial, limit: int | None) -> None:
+        """The proposals of a trial's parameters made while it was in flight: answered from it."""
+        for params, proposal in self.followers.pop(key(trial.params), []):
+            reused = self.scheduler.reuse(trial, proposal)
             self.tell(reused, params)
             self.report(reused, limit)
 
-    def measure_again(self, entry: InFlight, row: Mapping[str, Any]) -> bool:
+    def measure_again(self, entry: InFlight, trial: Trial) -> bool:
         """Whether a search trial within the noise of the incumbent is measured once more (up to noise.max_runs
-        runs), so that no single lucky run makes it the incumbent: then it is launched again, continuing its row."""
-        if len(runs_of(row)) >= self.settings.noise.max_runs or not self.trials.within_noise(row):
+        runs), so that no single lucky run makes it the incumbent: then it is launched again, continuing its trial."""
+        if len(trial.runs) >= self.settings.noise.max_runs or not self.trials.within_noise(trial):
             return False
         proposal = Proposal(entry.started, time.perf_counter(), entry.ask_seconds, entry.proposed_by)
-        self.scheduler.launch(entry.params, Kind.SEARCH, proposal, entry.timeout, entry.cap, continues=row["trial"])
+        self.scheduler.launch(entry.params, Kind.SEARCH, proposal, entry.timeout, entry.cap, continues=trial.number)
         return True
 
     def defaults_due(self) -> bool:
         """Whether to measure the defaults again now (noise.defaults_runs in all, every noise.defaults_every)."""
-        defaults = [row for row in self.trials.rows if row["kind"] is Kind.DEFAULT]
+        defaults = [trial for trial in self.trials.rows if trial.kind is Kind.DEFAULT]
         if len(defaults) >= self.settings.noise.defaults_runs or any(
                 entry.kind == Kind.DEFAULT for entry in self.scheduler.pool.flying.values()):
             return False
-        since = sum(row["kind"] is Kind.SEARCH and row["trial"] > defaults[-1]["trial"] for row in self.trials.rows)
+        since = sum(trial.kind is Kind.SEARCH and trial.number > defaults[-1].number for trial in self.trials.rows)
         return since >= self.settings.noise.defaults_every
 
-    def launch_defaults_again(self, default: Mapping[str, Any]) -> None:
+    def launch_defaults_again(self, default: Trial) -> None:
         if self.scheduler.pool.launcher.workers == 1:
             self.progress.running(self.trials.table.next_trial(), None, self.baseline)
         self.scheduler.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.trials.timeout(default),

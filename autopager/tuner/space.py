@@ -18,8 +18,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
+from autopager.checks import whole
 from autopager.errors import ConfigError
-from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, check_params, parse_size, parse_value, show
+from autopager.parameters import CATEGORIES, HIGH, LOW, PARAMETERS, SIZES, check_names, check_params, parse_size, parse_value, show
 
 MIN_BUFFER_PAGES = 8   # the fewest pages a searched page size may leave a fixed buffer
 SPEC_KEYS = {"min", "max", "step", "factor", "values"}
@@ -71,8 +72,7 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
     if step is not None and factor is not None:
         raise ConfigError(f"space.{name}: give step (a linear range) or factor (a geometric one), not both")
     if factor is not None:
-        if not isinstance(factor, int) or factor < 2:
-            raise ConfigError(f"space.{name}.factor must be an integer >= 2, not {factor!r}")
+        whole(f"space.{name}.factor", factor, 2)
         if low == 0:
             raise ConfigError(f"space.{name}: a geometric range (factor) needs min >= 1")
         values = [low]
@@ -80,8 +80,7 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
             values.append(values[-1] * factor)
         return Dimension(name, tuple(values))
     step = 1 if step is None else parse_size(step) if name in SIZES else step
-    if not isinstance(step, int) or step < 1:
-        raise ConfigError(f"space.{name}.step must be a positive integer, not {step!r}")
+    whole(f"space.{name}.step", step, 1)
     return Dimension(name, tuple(parse_value(name, v) for v in range(low, high + 1, step)))
 
 
@@ -96,10 +95,10 @@ class Space:
     """The searched dimensions and fixed values over all parameters (unnamed ones at ``defaults``)."""
 
     def __init__(self, spec: Mapping[str, Any], defaults: Mapping[str, Any]):
-        unknown = [name for name in list(spec) + [n for n in defaults if n != MMAP] if name not in PARAMETERS]
-        if unknown:
-            raise ConfigError(f"unknown parameter(s) {', '.join(map(repr, unknown))}; the parameters are: "
-                              f"{', '.join(PARAMETERS)}")
+        try:
+            check_names([*spec, *(name for name in defaults if name != MMAP)])
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         self.defaults = {name: parse_value(name, defaults[name], "baseline") for name in PARAMETERS
                          if defaults.get(name) is not None}
         self.fixed: Params = {}

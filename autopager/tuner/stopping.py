@@ -11,12 +11,12 @@ every strategy; 0 or null is off.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 from autopager.errors import ConfigError
 from autopager.run.goal import Goal
 from autopager.tuner.measuring import NOISE_BAND
-from autopager.tuner.table import Kind, Status
+from autopager.tuner.trial import Kind, Status, Trial
 
 AUTO = "auto"
 AUTO_TRIALS = 10
@@ -34,26 +34,26 @@ def plateau_trials(setting: Any, strategy: str) -> int | None:
     return setting
 
 
-def trials_without_improvement(rows: Iterable[Mapping[str, Any]], goal: Goal, noise: float) -> int:
+def trials_without_improvement(rows: Iterable[Trial], goal: Goal, noise: float) -> int:
     """How many search trials, in trial order, have ended since the last one that improved on the best before it
     by more than the noise band (all of them, if none has)."""
     best: float | None = None
     since = 0
-    for row in sorted(rows, key=lambda row: row["trial"]):
-        kind, ok = row["kind"], row["status"] is Status.OK
+    for row in sorted(rows, key=lambda row: row.number):
+        kind, ok = row.kind, row.status is Status.OK
         if kind is Kind.DEFAULT:
             if ok and best is None:
-                best = row["value"]
+                best = row.value
             continue
         if kind not in (Kind.SEARCH, Kind.REUSED):
             continue
-        if ok and (best is None or goal.better(row["value"], best)
-                   and abs(row["value"] - best) > NOISE_BAND * noise * abs(best)):
-            best, since = row["value"], 0
+        if ok and (best is None or goal.better(row.value, best)
+                   and abs(row.value - best) > NOISE_BAND * noise * abs(best)):
+            best, since = row.value, 0
         else:
             since += 1
-            if ok and goal.better(row["value"], best):
-                best = row["value"]  # better within the noise: the bar moves, the count goes on
+            if ok and goal.better(row.value, best):
+                best = row.value  # better within the noise: the bar moves, the count goes on
     return since
 
 
@@ -69,7 +69,7 @@ class Stop:
         return f"{self.reason} after {self.searched} search trials{left}"
 
 
-def plateau_stop(rows: list[Mapping[str, Any]], goal: Goal, noise: float, plateau: int | None, searched: int,
+def plateau_stop(rows: list[Trial], goal: Goal, noise: float, plateau: int | None, searched: int,
                  budget: int | None) -> Stop | None:
     """A Stop when the last ``plateau`` search trials improved nothing beyond the noise, else None."""
     if plateau is None:

@@ -42,7 +42,7 @@ import signal
 import statistics
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -57,7 +57,7 @@ from autopager.tuner import outcome
 from autopager.tuner.confirmation import Confirmation, Verdict
 from autopager.tuner.in_flight import InFlight, InFlightRecord
 from autopager.tuner.launchers import launcher_settings, make_launcher
-from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise, runs_of
+from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise
 from autopager.tuner.memory_front import Objective
 from autopager.tuner.progress import OUTPUTS, Progress, defaults_pages, format_value
 from autopager.tuner.scheduler import Scheduler
@@ -68,7 +68,8 @@ from autopager.tuner.strategies import check_settings, make_strategy
 from autopager.tuner.strategies.base import Strategy
 from autopager.tuner.study_directory import CONFIG, TABLE, check_resumable, default_name, study_directory
 from autopager.tuner.studylock import FINISHED, RUNNING, StudyLock
-from autopager.tuner.table import Kind, Status, StudyTable, row_params, write_atomically
+from autopager.tuner.table import StudyTable, write_atomically
+from autopager.tuner.trial import Kind, Status, Trial
 from autopager.tuner.trial_pool import TrialPool
 from autopager.tuner.trials import MEASURED, Trials
 from autopager.tuner.warm_start import ORIGIN as WARM, WarmStarted, seeds as warm_seeds
@@ -164,7 +165,7 @@ class Study:
 
     def rerun_left_trials(self) -> list[InFlight]:
         """Launch again the trials an earlier tuner of the study left in flight; those trials."""
-        if any(row["kind"] is Kind.DEFAULT and row["measured_by"] == RESULT for row in self.table.rows):
+        if any(trial.kind is Kind.DEFAULT and trial.measured_by == RESULT for trial in self.table.rows):
             self.runner.require_result()  # as the defaults' run showed, before the left trials are launched again
         pool = self.scheduler.pool
         again = pool.left_by_earlier_tuner(self.table.rows)
@@ -208,7 +209,7 @@ class Study:
             self.progress.print(f"warm start: {len(points)} point(s) from {origin[len(WARM):]} measured first")
         self.runner.prepare_or_fail(self.progress.print)
 
-    def launch_defaults(self) -> InFlight | dict[str, Any] | None:
+    def launch_defaults(self) -> InFlight | Trial | None:
         """The defaults' first trial, unless the study has it (None): in flight (left by a killed tuner and running
         again, or handed to the launcher now: in full, unless runner.defaults_timeout bounds it)."""
         if self.trials.measured_defaults() is not None:
@@ -220,64 +221,63 @@ class Study:
         return self.scheduler.launch(self.baseline, Kind.DEFAULT, Proposal.starting(), self.trials.timeout(None),
                            self.settings.runner.defaults_timeout)
 
-    def defaults(self, launched: InFlight | dict[str, Any] | None) -> dict[str, Any]:
+    def defaults(self, launched: InFlight | Trial | None) -> Trial:
         """The defaults' first trial (``launched`` by ``launch_defaults``), once it has ended. Its failure ends the
         study."""
         done = self.trials.measured_defaults()
         if launched is None and done is not None:
-            if done["measured_by"] == RESULT:
+            if done.measured_by == RESULT:
                 self.runner.require_result()
             return done
-        row = self.scheduler.wait_for(launched) if isinstance(launched, InFlight) else launched
-        self.report(row, None)
-        if row["status"] is Status.OK:  # the data is there now, also where the program writes it
+        trial = self.scheduler.wait_for(launched) if isinstance(launched, InFlight) else launched
+        self.report(trial, None)
+        if trial.ok:  # the data is there now, also where the program writes it
             self.progress.warn(setup_warnings.data_in_buffer(self.workload))
-            self.progress.warn(setup_warnings.short_run(row["wall_seconds"], len(runs_of(row))))
-        if row["measured_by"] == RESULT:
+            self.progress.warn(setup_warnings.short_run(trial.wall_seconds, len(trial.values)))
+        if trial.measured_by == RESULT:
             self.runner.require_result()
-        if row["status"] is Status.FAILED:
-            failure = f"the defaults' run failed: {row['error']}\n{row['stderr_tail'] or ''}".rstrip()
+        if trial.status is Status.FAILED:
+            failure = f"the defaults' run failed: {trial.error}\n{trial.stderr_tail or ''}".rstrip()
         else:
-            failure = self.pager_unused(row)
+            failure = self.pager_unused(trial)
         if failure:
             for entry in [entry for entry in self.scheduler.pool.flying.values() if entry.kind == Kind.SEARCH]:
                 self.scheduler.pool.drop(entry)  # started alongside the defaults: not measured, not to be run again
             raise StudyError(failure)
-        return row
+        return trial
 
-    def pager_unused(self, default: Mapping[str, Any]) -> str | None:
+    def pager_unused(self, default: Trial) -> str | None:
         """Why a program that does not use the pager has nothing to tune (the study stops after the defaults)."""
-        if (self.strategy_name == "default" or self.settings.trials == 0 or default["status"] is not Status.OK
-                or (default["faults"] or 0) > 0):
+        faults = default.stats.get("faults")
+        if (self.strategy_name == "default" or self.settings.trials == 0 or not default.ok or (faults or 0) > 0):
             return None  # nothing to tune, or a run stopped before it could print its statistics
-        seen = ("printed no pager statistics" if default["faults"] is None
+        seen = ("printed no pager statistics" if faults is None
                 else "took no page faults through the pager")
         return (f"the program {seen} in the defaults' run (UMAP_PRINT_STATS=1): it does not use the pager, so its "
                 f"paging parameters cannot change its time; tuning would measure noise. Run it on autopager (link "
                 f"libumap, or use autopager.memmap) and tune again")
 
-    def kernel_mmap(self, default: Mapping[str, Any]) -> dict[str, Any] | None:
-        """With baseline.mmap, the kernel-mmap row: measured now unless the study has it. Its failure is reported,
+    def kernel_mmap(self, default: Trial) -> Trial | None:
+        """With baseline.mmap, the kernel-mmap trial: measured now unless the study has it. Its failure is reported,
         and the study goes on."""
         if self.mmap_runner is None:
             return None
-        done = [row for row in self.table.rows if row["kind"] is Kind.MMAP]
+        done = [trial for trial in self.table.rows if trial.kind is Kind.MMAP]
         if done:
             return done[-1]
         limit = format_size(self.mmap_runner.memory_limit)
         left = next((entry for entry in self.scheduler.pool.flying.values() if entry.kind == Kind.MMAP), None)
         if left is not None:  # left in flight by a killed tuner, and running again
-            row = self.scheduler.wait_for(left)
+            trial = self.scheduler.wait_for(left)
         else:  # on a node, in a memory cgroup there
             self.progress.warn(setup_warnings.kernel_holds_data(self.workload, self.mmap_runner.memory_limit))
             self.progress.print(f"measuring the kernel's mmap in a {limit} memory cgroup...")
-            row = self.scheduler.run_trial({}, Kind.MMAP, Proposal.starting(), self.trials.timeout(default), None)
-        outcome_text = (format_value(row["value"], self.workload.metric) if row["status"] is Status.OK
-                        else f"FAILED ({row['error']})")
+            trial = self.scheduler.run_trial({}, Kind.MMAP, Proposal.starting(), self.trials.timeout(default), None)
+        outcome_text = format_value(trial.value, self.workload.metric) if trial.ok else f"FAILED ({trial.error})"
         self.progress.print(f"kernel mmap ({limit} memory cgroup): {outcome_text}")
-        return row
+        return trial
 
-    def confirm(self, default: Mapping[str, Any]) -> Verdict | None:
+    def confirm(self, default: Trial) -> Verdict | None:
         """The defaults and the best few trials measured again in interleaved rounds (autopager.tuner.confirmation)."""
         if self.settings.confirm.rounds == 0:
             return None
@@ -294,35 +294,35 @@ class Study:
             return None
         noise = self.settings.noise
         planned = 1 + min(max(0, noise.defaults_runs - 1), max(0, limit - 1) // max(1, noise.defaults_every))
-        defaults = max(planned, sum(row["kind"] is Kind.DEFAULT for row in self.table.rows))
+        defaults = max(planned, sum(trial.kind is Kind.DEFAULT for trial in self.table.rows))
         return limit + defaults + (self.mmap_runner is not None) - 1
 
-    def report(self, row: Mapping[str, Any], limit: int | None) -> None:
+    def report(self, trial: Trial, limit: int | None) -> None:
         best = self.trials.incumbent()
         runs = defaults_runs(self.table.rows)
         measured = self.trials.measured_defaults()
-        self.progress.trial(row, self.shown_limit(limit), best and best["value"],
-                            statistics.median(runs) if runs else None, measured and measured["trial"])
+        self.progress.trial(trial, self.shown_limit(limit), best and best.value,
+                            statistics.median(runs) if runs else None, measured and measured.number)
         self.write_summary()
 
     # --- the end ---------------------------------------------------------------------------------------
 
-    def finish(self, default: Mapping[str, Any], kernel: Mapping[str, Any] | None, strategy: Strategy,
+    def finish(self, default: Trial, kernel: Trial | None, strategy: Strategy,
                verdict: Verdict | None) -> dict[str, Any]:
         best = self.trials.incumbent()
         metric, goal = self.workload.metric, self.workload.goal
-        rows = [row for row in self.table.rows if row["kind"] is not Kind.MMAP]
-        failed = sum(row["status"] is Status.FAILED for row in rows)
-        capped = sum(row["status"] is Status.CAPPED and row["kind"] is Kind.SEARCH for row in rows)
-        reused = sum(row["kind"] is Kind.REUSED for row in rows)
+        trials = [trial for trial in self.table.rows if trial.kind is not Kind.MMAP]
+        failed = sum(trial.status is Status.FAILED for trial in trials)
+        capped = sum(trial.status is Status.CAPPED and trial.kind is Kind.SEARCH for trial in trials)
+        reused = sum(trial.kind is Kind.REUSED for trial in trials)
         reference = self.trials.defaults_value(default)
-        gain = goal.speedup(best["value"], reference[0])
+        gain = goal.speedup(best.value, reference[0])
         runs = len(defaults_runs(self.table.rows))
         of_runs = f"median of {runs} runs" if runs > 1 else "1 run"
         lines = [("study", str(self.directory)),
-                 ("best measured", f"{format_value(best['value'], metric)} (trial {best['trial']}, "
-                                   f"{len(runs_of(best))} run{'s' if len(runs_of(best)) > 1 else ''})"),
-                 ("parameters", show_params(row_params(best))),
+                 ("best measured", f"{format_value(best.value, metric)} (trial {best.number}, "
+                                   f"{len(best.runs)} run{'s' if len(best.runs) > 1 else ''})"),
+                 ("parameters", show_params(dict(best.params))),
                  ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
                                            f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)}"
                                            f"{'' if reference[1] else f', {of_runs} during the search'}"
@@ -335,12 +335,12 @@ class Study:
                           f"{format_value(mean, metric)}{error} predicted: {show_params(params)}"))
         pagesize = outcome.pagesize_best(self.directory, OmegaConf.to_container(self.config.workload, resolve=True), goal)
         if pagesize:
-            lines.append(("speedup over page size", f"{goal.speedup(best['value'], pagesize[0]):.2f}x "
+            lines.append(("speedup over page size", f"{goal.speedup(best.value, pagesize[0]):.2f}x "
                                                     f"(page-size-only best: {format_value(pagesize[0], metric)})"))
         if kernel is not None:
-            lines.append(("speedup over kernel mmap", f"{goal.speedup(best['value'], kernel['value']):.2f}x "
-                                                      f"(kernel mmap: {format_value(kernel['value'], metric)})"
-                          if kernel["status"] is Status.OK else f"- (kernel mmap failed: {kernel['error']})"))
+            lines.append(("speedup over kernel mmap", f"{goal.speedup(best.value, kernel.value):.2f}x "
+                                                      f"(kernel mmap: {format_value(kernel.value, metric)})"
+                          if kernel.ok else f"- (kernel mmap failed: {kernel.error})"))
         measured_noise = relative_noise(defaults_runs(self.table.rows))
         lines.append(("noise", f"+-{100 * self.trials.noise():.1f}% a run (the spread of the defaults' {runs} runs)"
                       if measured_noise is not None else f"+-{100 * self.trials.noise():.1f}% a run, assumed (noise.assumed): "
@@ -354,24 +354,24 @@ class Study:
         objective_lines, front_table = self.objective.summary(self.table.rows, goal, metric)
         lines += objective_lines
         chosen = self.objective.chosen(self.table.rows, goal, best)
-        lines += [("trials", f"{len(rows)} ({failed} failed, {capped} capped{answered})"),
+        lines += [("trials", f"{len(trials)} ({failed} failed, {capped} capped{answered})"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
                                   f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,
-                   "speedup": gain, "trials": len(rows),
+                   "speedup": gain, "trials": len(trials),
                    "failed": failed, "capped": capped, "reused": reused, "tuning_seconds": self.trials.tuning_seconds(),
                    "profile": None, "verdict": verdict, "stopped": self.search and self.search.stopped}
         if self.config.study.save_profile:
             record_of = functools.partial(outcome.profile_record, self.workload, self.strategy_name, self.trials,
                                           self.directory, self.space.dimensions)
             saved = (outcome.save(record_of, Path(self.config.profile_dir).expanduser(), goal, chosen, default,
-                                  goal.speedup(chosen["value"], reference[0]), verdict, summary) if chosen is not None else "not saved: no trial meets the objective")
+                                  goal.speedup(chosen.value, reference[0]), verdict, summary) if chosen is not None else "not saved: no trial meets the objective")
             lines.append(("profile", saved))
         self.progress.summary(lines)
         for line in front_table:
             self.progress.show(line)
-        run = [row for row in self.trials.ok_rows() if row["kind"] in MEASURED]
-        top = sorted(run, key=lambda row: goal.loss(row["value"]))[:5]
+        run = [trial for trial in self.trials.ok_rows() if trial.kind in MEASURED]
+        top = sorted(run, key=lambda trial: goal.loss(trial.value))[:5]
         self.progress.table(top, list(self.space.dimensions))
         self.write_summary(FINISHED)
         return summary

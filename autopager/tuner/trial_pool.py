@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from autopager.run.workloads import Workload
 from autopager.tuner.in_flight import InFlight, InFlightRecord
 from autopager.tuner.launchers import Launcher, TrialResult, TrialTask
 from autopager.tuner.strategies.base import Key, key
-from autopager.tuner.table import Kind
+from autopager.tuner.trial import Kind, Trial
 
 
 class TrialPool:
@@ -30,7 +30,7 @@ class TrialPool:
 
     def searching(self) -> int:
         """Search trials in flight (not the defaults' runs, not runs added to a trial)."""
-        return sum(entry.kind == "search" and entry.continues is None for entry in self.flying.values())
+        return sum(entry.kind == Kind.SEARCH and entry.continues is None for entry in self.flying.values())
 
     def keys(self) -> set[Key]:
         return {key(entry.params) for entry in self.flying.values()}
@@ -80,12 +80,12 @@ class TrialPool:
         """The trial's row is in the table: strike it off."""
         self.record.remove(entry)
 
-    def left_by_earlier_tuner(self, rows: list[Mapping[str, Any]]) -> list[InFlight]:
+    def left_by_earlier_tuner(self, trials: Sequence[Trial]) -> list[InFlight]:
         """Reconcile the record a killed tuner left: trials already in the table are dropped; the others are
         cancelled where their launcher still runs them, and returned, to be run again."""
         again = []
         for entry in self.record.load():
-            if entry.recorded_in(rows):
+            if entry.recorded_in(trials):
                 self.record.remove(entry)
                 continue
             if entry.handle is not None and entry.launcher == self.launcher.settings.name:

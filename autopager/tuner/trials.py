@@ -9,16 +9,15 @@ from __future__ import annotations
 import datetime
 import math
 import statistics
-from typing import Any, Mapping
 
 from autopager.run.settings import StudySettings
 from autopager.run.workloads import Workload
-from autopager.tuner.measuring import (NOISE_BAND, defaults_runs, mean_and_sem, measured_defaults, relative_noise,
-                                       run_seconds, runs_of)
+from autopager.tuner.measuring import NOISE_BAND, defaults_runs, mean_and_sem, measured_defaults, relative_noise
 from autopager.tuner.space import Params
-from autopager.tuner.table import Kind, Status, StudyTable, row_params
+from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Status, Trial
 
-MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # rows that are trials run by the search (not reused, not confirmation)
+MEASURED = (Kind.DEFAULT, Kind.SEARCH)  # trials run by the search (not reused, not confirmation)
 
 
 class Trials:
@@ -27,26 +26,27 @@ class Trials:
         self.goal = workload.goal
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Trial]:
         return self.table.rows
 
     def searched(self) -> int:
         """The search's trials so far (run or answered from an earlier one): what its budget counts."""
-        return sum(row["kind"] in (Kind.SEARCH, Kind.REUSED) for row in self.rows)
+        return sum(trial.kind in (Kind.SEARCH, Kind.REUSED) for trial in self.rows)
 
-    def ok_rows(self, kind: Kind | None = None) -> list[dict[str, Any]]:
-        return [row for row in self.rows if row["status"] is Status.OK and kind in (None, row["kind"])]
+    def ok_rows(self, kind: Kind | None = None) -> list[Trial]:
+        return [trial for trial in self.rows if trial.ok and kind in (None, trial.kind)]
 
-    def incumbent(self, other_than: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    def incumbent(self, other_than: Trial | None = None) -> Trial | None:
         """The best trial measured so far (the defaults' runs included), confirmation runs aside."""
-        rows = [row for row in self.ok_rows() if row["kind"] in MEASURED and row is not other_than]
-        return self.goal.best(rows, key=lambda row: row["value"]) if rows else None
+        other = None if other_than is None else other_than.number
+        trials = [trial for trial in self.ok_rows() if trial.kind in MEASURED and trial.number != other]
+        return self.goal.best(trials, key=lambda trial: trial.value) if trials else None
 
-    def measured(self, params: Params) -> dict[str, Any] | None:
+    def measured(self, params: Params) -> Trial | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
-        return next((row for row in self.rows if row["kind"] in MEASURED and row_params(row) == params), None)
+        return next((trial for trial in self.rows if trial.kind in MEASURED and trial.params == params), None)
 
-    def measured_defaults(self) -> dict[str, Any] | None:
+    def measured_defaults(self) -> Trial | None:
         """The defaults' first trial that did not fail, if the study has it."""
         return measured_defaults(self.rows)
 
@@ -55,54 +55,53 @@ class Trials:
         trial, the defaults again, a confirmation, the kernel's mmap) validates only its checksum, which must be
         this one. None until that run has ended, or if it printed none: then runs validate as they always do."""
         default = self.measured_defaults()
-        return default["checksum"] if default else None
+        return default.checksum if default else None
 
     def noise(self) -> float:
         """Relative run-to-run noise: the spread of the defaults' runs, else noise.assumed."""
         measured = relative_noise(defaults_runs(self.rows))
         return measured if measured is not None else self.settings.noise.assumed
 
-    def within_noise(self, row: Mapping[str, Any]) -> bool:
-        incumbent = self.incumbent(other_than=row)
-        if row["status"] is not Status.OK or incumbent is None:
+    def within_noise(self, trial: Trial) -> bool:
+        incumbent = self.incumbent(other_than=trial)
+        if not trial.ok or incumbent is None:
             return False
-        return abs(row["value"] - incumbent["value"]) <= NOISE_BAND * self.noise() * abs(incumbent["value"])
+        return abs(trial.value - incumbent.value) <= NOISE_BAND * self.noise() * abs(incumbent.value)
 
-    def told(self, row: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    def told(self, trial: Trial) -> tuple[float | None, float | None]:
         """What a strategy is told of a trial: (value, standard error). Failed: (None, None). Capped: worse than the
         incumbent by the cap, so that no strategy takes a capped point for a good one."""
-        if row["status"] is Status.OK:
-            runs = runs_of(row)
-            return mean_and_sem(runs) if len(runs) > 1 else (row["value"], None)
+        if trial.ok:
+            return mean_and_sem(list(trial.runs)) if len(trial.runs) > 1 else (trial.value, None)
         incumbent, cap = self.incumbent(), self.settings.runner.cap
-        if row["status"] is Status.CAPPED and incumbent is not None and cap is not None:
-            return self.goal.worse_by(incumbent["value"], cap), None
+        if trial.status is Status.CAPPED and incumbent is not None and cap is not None:
+            return self.goal.worse_by(incumbent.value, cap), None
         return None, None  # failed, or capped with nothing to compare (Ax substitutes the worst value seen)
 
-    def defaults_value(self, default: Mapping[str, Any]) -> tuple[float, bool]:
+    def defaults_value(self, default: Trial) -> tuple[float, bool]:
         """The defaults' value (the median of their runs) and whether it is only a bound (their runs were capped
         at runner.defaults_timeout: then the wall time they ran is a lower bound of their time)."""
         runs = defaults_runs(self.rows)
         if runs:
             return statistics.median(runs), False
-        return default["wall_seconds"], True
+        return default.wall_seconds, True
 
-    def timeout(self, default: Mapping[str, Any] | None) -> float:
+    def timeout(self, default: Trial | None) -> float:
         """A trial's timeout, from a run of the defaults' first trial (``default``; None before it has run)."""
-        return self.settings.runner.run_timeout(self.workload.timeout, None if default is None else run_seconds(default))
+        return self.settings.runner.run_timeout(self.workload.timeout, None if default is None else default.run_seconds)
 
-    def cap_seconds(self, reference: Mapping[str, Any] | None) -> float | None:
+    def cap_seconds(self, reference: Trial | None) -> float | None:
         """Where a run stops as capped: runner.cap x a run of ``reference`` (the incumbent), at least cap_floor."""
         runner = self.settings.runner
         if runner.cap is None or reference is None:
             return None
-        return max(runner.cap_floor, runner.cap * run_seconds(reference))
+        return max(runner.cap_floor, runner.cap * reference.run_seconds)
 
     def tuning_seconds(self) -> float:
         """The time spent with a trial asked for or running: the union of the trials' spans (``seconds`` from
         ``started``), so that trials run at the same time on several nodes count once."""
-        spans = sorted((start, start + row["seconds"]) for row in self.rows if row["seconds"] is not None
-                       for start in [datetime.datetime.fromisoformat(row["started"]).timestamp()])
+        spans = sorted((start, start + trial.seconds) for trial in self.rows if trial.seconds is not None
+                       for start in [datetime.datetime.fromisoformat(trial.started).timestamp()])
         total, covered = 0.0, -math.inf
         for start, end in spans:
             if end > covered:

@@ -30,7 +30,8 @@ from autopager.run.goal import Goal
 from autopager.tuner.space import Params, Space
 from autopager.tuner.strategies.base import Key, Strategy, key
 from autopager.tuner.study_directory import CONFIG, TABLE
-from autopager.tuner.table import Kind, Status, StudyTable, row_params
+from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Status
 
 SEEDS = 5         # the earlier study's best trials that seed this one
 ORIGIN = "warm:"  # proposed_by of a seed's trial: warm:<the earlier study's directory or the profile's name>
@@ -44,9 +45,9 @@ def _study_seeds(directory: Path, goal: Goal) -> tuple[list[Params], int | None]
     """The best distinct ok search trials of the study in ``directory``, best first, and its workload's buffer."""
     config = yaml.safe_load((directory / CONFIG).read_text()) if (directory / CONFIG).is_file() else {}
     rows = [row for row in StudyTable(directory / TABLE).rows
-            if row["kind"] is Kind.SEARCH and row["status"] is Status.OK]
-    rows.sort(key=lambda row: goal.loss(row["value"]))
-    return [row_params(row) for row in rows], _buffer(((config or {}).get("workload") or {}).get("buffer_size"))
+            if row.kind is Kind.SEARCH and row.status is Status.OK]
+    rows.sort(key=lambda row: goal.loss(row.value))
+    return [dict(row.params) for row in rows], _buffer(((config or {}).get("workload") or {}).get("buffer_size"))
 
 
 def moved(params: Mapping[str, Any], space: Space, ratio: float | None) -> Params | None:

@@ -9,12 +9,13 @@ median of their runs; a speedup against one of them is taken between medians, it
 from __future__ import annotations
 
 import statistics
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import pandas as pd
 
-from autopager.analysis.result import StudyResult, load_study, runs
+from autopager.analysis.result import StudyResult, load_study
 from autopager.run.goal import Goal
+from autopager.tuner.trial import Kind, Trial
 from experiments import markdown as md
 from experiments.evaluation.kernel import load_kernel
 from experiments.evaluation.llnl import load_llnl
@@ -33,17 +34,17 @@ def spread(values: list[float]) -> tuple[float | None, float | None]:
     return (min(values), max(values)) if values else (None, None)
 
 
-def seconds_a_run(rows: pd.DataFrame) -> float | None:
-    """The median wall time of one run over ``rows`` of a study's table (each row's time over its runs), the
-    program's start and its untimed set-up included: what a user waits for a run."""
-    times = [row.wall_seconds / len(runs(row)) for _, row in rows.iterrows()
-             if runs(row) and pd.notna(row.wall_seconds)]
+def seconds_a_run(trials: Iterable[Trial]) -> float | None:
+    """The median wall time of one run over a study's ``trials`` (each trial's time over its runs), the program's
+    start and its untimed set-up included: what a user waits for a run."""
+    times = [trial.wall_seconds / len(trial.values) for trial in trials
+             if trial.values and trial.wall_seconds is not None]
     return statistics.median(times) if times else None
 
 
 def search_row(study: StudyResult) -> dict[str, Any]:
     confirmed = study.confirmed()
-    row = {"trials": int((study.trials.kind == "search").sum()), "capped": study.capped(), "failed": study.failed(),
+    row = {"trials": len(study.of_kind(Kind.SEARCH)), "capped": study.capped(), "failed": study.failed(),
            "defaults": " ".join(f"{name}={value}" for name, value in study.default_params().items())}
     if confirmed is None:
         return row | {"incomplete": study.unconfirmed() or "not confirmed"}
@@ -52,8 +53,8 @@ def search_row(study: StudyResult) -> dict[str, Any]:
                   "value": confirmed["value"], "low": low, "high": high, "runs": len(confirmed["values"]),
                   "confirmed_speedup": confirmed["speedup"], "confirmed_low": confirmed["low"],
                   "confirmed_high": confirmed["high"], "page_size": confirmed["params"].get("page_size"),
-                  "run_seconds": seconds_a_run(study.trials[(study.trials.kind == "confirm")
-                                                            & (study.trials.confirms == confirmed["trial"])])}
+                  "run_seconds": seconds_a_run(trial for trial in study.of_kind(Kind.CONFIRM)
+                                               if trial.confirms == confirmed["trial"])}
 
 
 def finished(row: pd.Series | None) -> bool:
@@ -71,7 +72,7 @@ def method_rows(plan: Plan, places: Places, workload: str, scale: str) -> dict[s
     for method in (*FIXED, *SEARCHES):
         study = load_study(places.study(scale, workload, method))
         if study is not None:
-            rows[method] = (measured_row(study.default_values()) | {"run_seconds": seconds_a_run(study.default_rows())}
+            rows[method] = (measured_row(study.default_values()) | {"run_seconds": seconds_a_run(study.default_trials())}
                             if method in FIXED else search_row(study))
             rows[method].update(metric=study.metric, goal=study.goal)
     for method, read_ahead in KERNELS.items():

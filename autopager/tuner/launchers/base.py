@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from autopager.errors import ConfigError
+from autopager.checks import whole
 from autopager.run.runner import Measurement
 from autopager.run.workloads import Workload
 
@@ -64,9 +64,10 @@ class LauncherSettings:
     def from_config(cls, settings: Mapping[str, Any]) -> "LauncherSettings":
         options = dict(settings)
         name, workers = options.pop("name", None), options.pop("workers", 1)
-        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-            raise ConfigError(f"launcher.workers must be a positive integer, not {workers!r}")
         return cls(str(name), workers, options)
+
+    def __post_init__(self) -> None:
+        self.workers = whole("launcher.workers", self.workers, 1)
 
 
 class Launcher(ABC):

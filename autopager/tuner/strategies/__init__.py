@@ -5,7 +5,6 @@ import importlib
 from typing import Any, Mapping
 
 from autopager.errors import ConfigError
-from autopager.parameters import PARAMETERS
 from autopager.run.goal import Goal
 from autopager.tuner.space import Space
 from autopager.tuner.strategies.base import Strategy
@@ -21,21 +20,17 @@ STRATEGIES = {
 }
 
 
-def check_settings(settings: Mapping[str, Any]) -> None:
-    """Refuse bad strategy settings before the study starts."""
-    name = settings.get("name")
+def strategy_class(name: Any) -> type[Strategy]:
     if name not in STRATEGIES:
         raise ConfigError(f"unknown strategy {name!r}; the strategies are: {', '.join(STRATEGIES)}")
-    for count in ("trials", "initialization_trials", "max_sweeps", "threads", "acquisition_restarts",
-                  "acquisition_raw_samples"):
-        value = settings.get(count)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise ConfigError(f"strategy.{count} must be a positive integer, not {value!r}")
-    unknown = [p for p in settings.get("order") or [] if p not in PARAMETERS]
-    if unknown:
-        raise ConfigError(f"strategy.order: unknown parameter(s) {unknown}; the parameters are: {', '.join(PARAMETERS)}")
+    module, cls = STRATEGIES[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def check_settings(settings: Mapping[str, Any]) -> None:
+    """Refuse bad strategy settings before the study starts (each strategy's ``OPTIONS``)."""
+    strategy_class(settings.get("name")).checked(settings)
 
 
 def make_strategy(name: str, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int) -> Strategy:
-    module, cls = STRATEGIES[name]
-    return getattr(importlib.import_module(module), cls)(space, goal, settings, seed)
+    return strategy_class(name)(space, goal, settings, seed)

@@ -48,7 +48,7 @@ from typing import Any, Mapping
 
 from autopager.run.goal import Goal
 from autopager.tuner.space import HIGH, LOW, Dimension, Params, Space
-from autopager.tuner.strategies.base import Key, Strategy, key
+from autopager.tuner.strategies.base import Key, Option, Strategy, count, key
 
 OBJECTIVE = "objective"
 MEMORY = "memory"  # the trial's memory in bytes: a second objective (objective=metric_and_memory) or a constraint
@@ -84,6 +84,13 @@ def lows_below(dimension: Dimension, high: int) -> list[int]:
 
 
 class AxStrategy(Strategy):
+    OPTIONS = (Option("initialization_trials", 10, "Sobol trials, the defaults' run included", count),
+               Option("trials", 30, "trials after the defaults'", count),
+               Option("threads", 1, "torch threads for the model fits (null: one a core)", count),
+               Option("acquisition_restarts", 8, "the acquisition optimizer's starts (null: Ax's, 20)", count),
+               Option("acquisition_raw_samples", 256, "the acquisition optimizer's raw samples (null: Ax's, 1024)",
+                      count))
+
     def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         super().__init__(space, goal, settings, seed)
         with warnings.catch_warnings():
@@ -91,8 +98,8 @@ class AxStrategy(Strategy):
             import torch
             from ax import ChoiceParameterConfig, Client, RangeParameterConfig
         quiet_ax()
-        if settings.get("threads"):
-            torch.set_num_threads(int(settings["threads"]))
+        if self.settings["threads"]:
+            torch.set_num_threads(self.settings["threads"])
         self.pending: dict[Key, list[int]] = {}  # Ax's RUNNING trials, by the point they round to
         self.client = None
         self.generation = None  # made at the first ask, once the told trials show where Sobol stopped
@@ -124,13 +131,12 @@ class AxStrategy(Strategy):
         from ax.api.utils.structs import GenerationStrategyDispatchStruct
 
         strategy = choose_generation_strategy(GenerationStrategyDispatchStruct(
-            initialization_budget=int(self.settings.get("initialization_trials", 10)),
+            initialization_budget=self.settings["initialization_trials"] or 10,
             initialization_random_seed=self.seed))
         nodes = strategy.nodes_by_name
         if SOBOL in nodes:
             nodes[SOBOL].generator_specs[0].generator_kwargs["init_position"] = self.sobol_drawn
-        optimizer = {name: int(self.settings[option]) for option, name in OPTIMIZER.items()
-                     if self.settings.get(option)}
+        optimizer = {name: self.settings[option] for option, name in OPTIMIZER.items() if self.settings[option]}
         if optimizer:
             nodes[MODEL].generator_specs[0].generator_gen_kwargs["model_gen_options"] = {"optimizer_kwargs": optimizer}
         return strategy

@@ -10,13 +10,21 @@ once comes with the standard error of its mean; a capped trial is told as a valu
 (the study's ``told``), never as the time it ran before it was stopped. ``proposed_by`` names what proposed
 the last parameters asked for, for the study's table. With several workers the strategy is asked while the
 defaults' first run is still in flight: it is told to ``expect`` that point, so as not to propose it.
+
+Each strategy declares its options (``OPTIONS``: name, default, help, check), beside its code; ``checked`` reads
+them from the study's ``strategy`` section, checks each, and refuses a key that is none of them. The strategy's
+file in configs/strategy/ gives the same options with the same defaults (tests/tuner/test_strategies.py).
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generator, Mapping
+from typing import Any, Callable, Generator, Mapping
 
+from autopager.checks import number, whole
+from autopager.errors import ConfigError
+from autopager.parameters import check_names
 from autopager.run.goal import Goal
 from autopager.tuner.space import Params, Space
 
@@ -27,14 +35,54 @@ def key(params: Mapping[str, Any]) -> Key:
     return tuple(sorted(params.items()))
 
 
+def count(name: str, value: Any) -> int | None:
+    return whole(name, value, 1, optional=True)
+
+
+def share(name: str, value: Any) -> float:
+    return number(name, value, 0)
+
+
+def parameters(name: str, value: Any) -> list[str]:
+    try:
+        check_names(value or [], name)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return list(value or [])
+
+
+@dataclass(frozen=True)
+class Option:
+    """A strategy's setting (``strategy.NAME``): its default, what it does, and its check (setting, value) -> value."""
+    name: str
+    default: Any
+    help: str
+    check: Callable[[str, Any], Any]
+
+
 class Strategy(ABC):
+    OPTIONS: tuple[Option, ...] = ()
+
     def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
         self.space = space
         self.goal = Goal.parse(goal)
-        self.settings = settings
+        self.settings = self.checked(settings)
         self.seed = seed
         self.proposed_by: str | None = None
         self.starting_point: Params | None = None
+
+    @classmethod
+    def checked(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """The strategy's options from its settings, each checked (its default where not given); a key that is no
+        option of the strategy is refused, naming the options it has."""
+        declared = {option.name: option for option in cls.OPTIONS}
+        unknown = sorted(set(settings) - set(declared) - {"name"})
+        if unknown:
+            options = ", ".join(f"strategy.{name}" for name in declared) or "none"
+            raise ConfigError(f"strategy.{unknown[0]}: not an option of strategy {settings.get('name')}; its options "
+                              f"are: {options}")
+        return {name: option.check(f"strategy.{name}", settings.get(name, option.default))
+                for name, option in declared.items()}
 
     def loss(self, value: float | None) -> float | None:
         """What the strategies minimize: the metric, negated when it is to be maximized."""
@@ -42,7 +90,7 @@ class Strategy(ABC):
 
     def planned_trials(self) -> int | None:
         """How many trials the strategy means to run, if it knows."""
-        return self.settings.get("trials")
+        return self.settings.get("trials")  # of the strategies that have the option
 
     def start_from(self, params: Params) -> None:
         """Start the search from ``params`` (a warm start's best seed) instead of the defaults, before the first ask

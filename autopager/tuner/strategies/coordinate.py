@@ -4,7 +4,10 @@ The points of one line search are proposed together (they may run at the same ti
 from __future__ import annotations
 
 from autopager.tuner.space import Params
-from autopager.tuner.strategies.base import WAIT, SearchStrategy
+from autopager.tuner.strategies.base import WAIT, Option, SearchStrategy, count, parameters, share
+
+ORDER = ("page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "eviction",
+         "huge_pages", "read_ahead", "read_ahead_run", "max_fault_events", "buffer_size")
 
 
 def better(loss: float | None, than: float | None, min_improvement: float) -> bool:
@@ -14,21 +17,26 @@ def better(loss: float | None, than: float | None, min_improvement: float) -> bo
 
 
 class CoordinateStrategy(SearchStrategy):
+    OPTIONS = (Option("order", list(ORDER), "the parameters in the order they are line-searched (the searched "
+                      "ones not named come after)", parameters),
+               Option("max_sweeps", 3, "sweeps over the parameters at most", count),
+               Option("min_improvement", 0.01, "the relative gain a move must bring to count as an improvement", share))
+
     def planned_trials(self) -> None:
         return None
 
     def order(self) -> list[str]:
         searched = list(self.space.dimensions)
-        named = [name for name in self.settings.get("order") or [] if name in searched]
+        named = [name for name in self.settings["order"] if name in searched]
         return named + [name for name in searched if name not in named]
 
     def search(self):
-        min_improvement = float(self.settings.get("min_improvement", 0.0))
+        min_improvement = self.settings["min_improvement"]
         current: Params = self.starting_point or self.space.start()
         yield current
         yield WAIT
         current_loss = self.loss_of(current)
-        for _ in range(int(self.settings.get("max_sweeps", 3))):
+        for _ in range(self.settings["max_sweeps"] or 3):
             improved = False
             for name in self.order():
                 line = [candidate for candidate in ({**current, name: value} for value in self.space.values(name))

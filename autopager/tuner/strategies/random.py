@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import random
 
-from autopager.tuner.strategies.base import SearchStrategy
+from autopager.tuner.strategies.base import Option, SearchStrategy, count
 
 
 class RandomStrategy(SearchStrategy):
+    OPTIONS = (Option("trials", 30, "parameter sets drawn (at most the space's size)", count),)
+
     def planned_trials(self) -> int:
-        return min(self.settings.get("trials") or 30, self.space.grid_size())
+        return min(self.settings["trials"] or 30, self.space.grid_size())
 
     def search(self):
         rng = random.Random(self.seed)

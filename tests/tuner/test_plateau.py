@@ -1,0 +1,54 @@
+"""Stopping on a plateau (budget.plateau): real small studies of the synthetic workload through the CLI, and the
+plateau's count on the rows of a real study's table."""
+import pandas as pd
+import pytest
+
+from autopager.cli.main import main
+from autopager.errors import ConfigError
+from autopager.run.goal import Goal
+from autopager.tuner.stopping import AUTO_TRIALS, plateau_trials, trials_without_improvement
+from autopager.tuner.table import StudyTable
+
+COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
+          "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
+          "space.fillers={min:1,max:8,factor:2}", "space.evictors={min:1,max:8,factor:2}", "space.evict_retain=0",
+          "space.eviction=fifo", "strategy=random", "strategy.trials=30"]
+STUDY = "outputs/synthetic/random-size1-buf64MiB"
+
+
+def test_a_plateau_ends_the_search_early_and_the_summary_says_why(tuner_home, capsys):
+    assert main(["tune", *COMMON, "budget.plateau=3", "confirm.rounds=1", "confirm.candidates=1"]) == 0
+    table = pd.read_csv(f"{STUDY}/trials.csv")
+    searched = table[table.kind.isin(["search", "reused"])]
+    assert 3 <= len(searched) < 30
+    out = capsys.readouterr().out
+    stopped = next(line for line in out.splitlines() if line.startswith("stopped:"))
+    assert "plateau: 3 trials in a row" in stopped
+    assert f"{30 - len(searched)} of its 30 trials left unspent" in stopped
+    assert "the search stops: plateau" in out
+    assert (table.kind == "confirm").sum() == 2  # the defaults and the best: confirmed as without the plateau
+    assert "confirmed speedup" in out
+
+    rows = StudyTable(tuner_home / STUDY / "trials.csv").rows
+    search_rows = [row for row in rows if row.kind != "confirm"]
+    assert trials_without_improvement(search_rows, Goal.MINIMIZE, 0.05) == 3
+    assert trials_without_improvement(search_rows[:-1], Goal.MINIMIZE, 0.05) == 2
+
+
+def test_plateau_off_runs_the_whole_budget(tuner_home, capsys):
+    assert main(["tune", *COMMON, "budget.plateau=0", "confirm.rounds=0"]) == 0
+    table = pd.read_csv(f"{STUDY}/trials.csv")
+    assert (table.kind == "search").sum() + (table.kind == "reused").sum() == 30
+    assert "stopped:" not in capsys.readouterr().out
+
+
+def test_plateau_setting():
+    assert plateau_trials("auto", "ax") == AUTO_TRIALS and plateau_trials("auto", "grid") is None
+    assert plateau_trials(4, "grid") == 4 and plateau_trials(0, "ax") is None and plateau_trials(None, "ax") is None
+    with pytest.raises(ConfigError, match="budget.plateau must be"):
+        plateau_trials("soon", "ax")
+
+
+def test_a_bad_plateau_is_refused_naming_the_setting(tuner_home, capsys):
+    assert main(["tune", *COMMON, "budget.plateau=-2"]) == 2
+    assert "budget.plateau must be" in capsys.readouterr().err
