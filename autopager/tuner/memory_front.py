@@ -168,11 +168,11 @@ class Objective:
         if self.weighs_memory:
             points = front(rows, goal)
             chosen = self.selection.choose(points, goal)
-            picked = (f"trial {chosen['trial']}: {self.selection.describe()} (select)" if chosen is not None else f"none: no point of the front is {self.selection.describe()}")
+            picked = (f"trial {chosen.number}: {self.selection.describe()} (select)" if chosen is not None else f"none: no point of the front is {self.selection.describe()}")
             return ([("Pareto front", f"{len(points)} points of {metric} against memory (* chosen)"),
                      ("chosen", picked)], front_lines(points, chosen, metric))
         if self.limit is not None:
             chosen = self.chosen(rows, goal, None)
             return [("memory constraint", f"{shown_bytes(self.limit)}: best within it "
-                                          f"{'trial ' + str(chosen['trial']) if chosen else 'none'}")], []
+                                          f"{'trial ' + str(chosen.number) if chosen else 'none'}")], []
         return [], []

@@ -144,8 +144,8 @@ class Study:
                     self.progress.loading(self.strategy_name)
                     launched = self.launch_defaults()
                     strategy = make_strategy(self.strategy_name, self.space, self.workload.goal,
-                                             {**OmegaConf.to_container(self.config.strategy, resolve=True),
-                                              **self.objective.strategy_settings()}, self.settings.seed)  # set up (Ax: imported) while the defaults run
+                                             OmegaConf.to_container(self.config.strategy, resolve=True),
+                                             self.settings.seed, self.objective.strategy_settings())  # set up (Ax: imported) while the defaults run
                     if self.warm_start is not None:
                         strategy = WarmStarted(strategy, *self.warm_start)
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,

@@ -107,12 +107,16 @@ class WarmStarted(Strategy):
     """A strategy that proposes the seeds first, then hands over to ``inner``, started from the best seed."""
 
     def __init__(self, inner: Strategy, points: list[Params], origin: str):
-        super().__init__(inner.space, inner.goal, inner.settings, inner.seed)
+        super().__init__(inner.space, inner.goal, inner.settings, inner.seed, inner.objective)
         self.inner, self.origin = inner, origin
         self.points = list(points)
         self.losses: dict[Key, float | None] = {}
         self.asked: set[Key] = set()
         self.started = False
+
+    @classmethod
+    def checked(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(settings)  # the inner strategy's, checked by it
 
     def planned_trials(self) -> int | None:
         return self.inner.planned_trials()

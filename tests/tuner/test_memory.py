@@ -56,7 +56,7 @@ def test_ax_searches_time_against_memory_and_the_chosen_point_is_confirmed(tuner
     rows = StudyTable(tuner_home / "outputs/synthetic/ax-size1-buf64MiB/trials.csv").rows
     chosen = Selection.parse("fastest_within:16MiB").choose(front(rows, Goal.MINIMIZE), Goal.MINIMIZE)
     assert chosen is not None and chosen.params["buffer_size"] <= 16 << 20
-    assert f"chosen:                   trial {chosen['trial']}" in out
+    assert f"chosen:                   trial {chosen.number}" in out
     assert set(table[table.kind == "confirm"].confirms.dropna()) == {0, chosen.number}
 
 

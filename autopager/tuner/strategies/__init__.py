@@ -32,5 +32,6 @@ def check_settings(settings: Mapping[str, Any]) -> None:
     strategy_class(settings.get("name")).checked(settings)
 
 
-def make_strategy(name: str, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int) -> Strategy:
-    return strategy_class(name)(space, goal, settings, seed)
+def make_strategy(name: str, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int,
+                  objective: Mapping[str, Any] | None = None) -> Strategy:
+    return strategy_class(name)(space, goal, settings, seed, objective)

@@ -91,8 +91,9 @@ class AxStrategy(Strategy):
                Option("acquisition_raw_samples", 256, "the acquisition optimizer's raw samples (null: Ax's, 1024)",
                       count))
 
-    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
-        super().__init__(space, goal, settings, seed)
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int,
+                 objective: Mapping[str, Any] | None = None):
+        super().__init__(space, goal, settings, seed, objective)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import torch
@@ -118,11 +119,11 @@ class AxStrategy(Strategy):
         self.client.configure_experiment(
             parameters=[RangeParameterConfig(name=name, bounds=box, parameter_type="float")
                         for name, box in boxes.items()] + choices, name="autopager")
-        objective = OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}"
-        self.weighs_memory = settings.get("objective") == "metric_and_memory"
-        self.memory_limit = settings.get("memory_limit")
+        metric = OBJECTIVE if self.goal is Goal.MAXIMIZE else f"-{OBJECTIVE}"
+        self.weighs_memory = self.objective.get("objective") == "metric_and_memory"
+        self.memory_limit = self.objective.get("memory_limit")
         self.client.configure_optimization(
-            objective=f"{objective}, -{MEMORY}" if self.weighs_memory else objective,
+            objective=f"{metric}, -{MEMORY}" if self.weighs_memory else metric,
             outcome_constraints=[f"{MEMORY} <= {self.memory_limit}"] if self.memory_limit else None)
 
     def generation_strategy(self):

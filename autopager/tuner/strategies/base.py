@@ -63,10 +63,14 @@ class Option:
 class Strategy(ABC):
     OPTIONS: tuple[Option, ...] = ()
 
-    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int,
+                 objective: Mapping[str, Any] | None = None):
+        """``objective``: what the study optimizes beyond its metric (autopager.tuner.memory_front), for the
+        strategies that weigh it themselves (Ax); not a strategy option."""
         self.space = space
         self.goal = Goal.parse(goal)
         self.settings = self.checked(settings)
+        self.objective = dict(objective or {})
         self.seed = seed
         self.proposed_by: str | None = None
         self.starting_point: Params | None = None
@@ -136,8 +140,9 @@ class SearchStrategy(Strategy):
     replays the search up to where it stopped and then goes on.
     """
 
-    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int):
-        super().__init__(space, goal, settings, seed)
+    def __init__(self, space: Space, goal: Goal, settings: Mapping[str, Any], seed: int,
+                 objective: Mapping[str, Any] | None = None):
+        super().__init__(space, goal, settings, seed, objective)
         self._losses: dict[Key, float | None] = {}
         self._asked: set[Key] = set()      # proposed (or expected), not yet told
         self._expected: Key | None = None
