@@ -9,7 +9,7 @@ import yaml
 from autopager.analysis.result import load_study
 from autopager.cli.main import main
 from autopager.parameters import format_size
-from conftest import autopager_process
+from tests.helpers import autopager_process
 
 # every parameter at the synthetic optimum but the page size: 256KiB is the optimum, 1GiB costs 22.6 times as much
 AT_OPTIMUM = ["workload=synthetic", "workload.size=200", "workload.buffer_size=16GiB", "runner.page_cache=evict",
