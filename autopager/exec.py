@@ -1,7 +1,7 @@
 """``autopager exec``: run an unmodified program with its file mappings served by the pager.
 
 ``autopager exec [KEY=VALUE ...] [profile=NAME] -- COMMAND [ARGS...]`` runs COMMAND with the preload library
-(``libautopager_preload.so``, README "Transparent mode") in ``LD_PRELOAD`` and the paging parameters in the
+(``libautopager_preload.so``, docs/TRANSPARENT.md) in ``LD_PRELOAD`` and the paging parameters in the
 ``UMAP_*`` environment. KEY is a paging parameter as the tuner names it (``page_size=1MiB buffer_size=2GiB
 fillers=2``), ``min_size`` (files smaller than this are left to the kernel), ``paths`` (``fnmatch`` patterns
 separated by ``:``; only matching files are served), ``heap=DIR`` (large anonymous private mappings, malloc's

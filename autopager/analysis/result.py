@@ -284,9 +284,9 @@ def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
         return None, "the study saved no Ax state (it is not an Ax study, or it has not finished)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        quiet_ax()
         from ax import Client
         from ax.analysis.plotly.sensitivity import SensitivityAnalysisPlot
-        quiet_ax()
         logging.getLogger("ax").setLevel(logging.ERROR)
         try:
             client = Client.load_from_json_file(str(path))

@@ -2,7 +2,8 @@
 
 The tuner writes ``<study>/summary.json`` (through the writer its caller hands it: ``Study(write_summary=...)``) after every trial and when the study ends (atomically, as the table):
 the study's workload, strategy, trials done of its budget, its state, the defaults' figure, the best trial and
-the confirmed winner, each taken from the table as the report reads it (autopager.analysis.result), so the three
+the confirmed winner, why the search stopped early (a plateau, budget.minutes), the studies or profiles it was
+warm-started from, and for time against memory the Pareto front and the chosen point, each taken from the table as the report reads it (autopager.analysis.result), so the three
 agree. A study's state is ``running`` while a tuner holds its lock, ``finished`` once its tuner ended it, else
 ``stopped`` (cut short: running the same command again resumes it). A study without ``summary.json`` (made
 before there was one) is summarized from its table the same way.
@@ -21,10 +22,13 @@ from typing import Any, Sequence
 from autopager.analysis.result import load_study
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
+from autopager.run.goal import Goal
+from autopager.tuner.memory_front import DEFAULT_SELECT, METRIC_AND_MEMORY, Selection, front, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
 from autopager.tuner.table import write_atomically
 from autopager.tuner.trial import Kind
+from autopager.tuner.warm_start import ORIGIN as WARM
 
 SUMMARY = "summary.json"
 
@@ -33,8 +37,22 @@ def number(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
 
 
-def summarize(study, state: str, budget: int | None = None) -> dict[str, Any]:
-    """What summary.json holds for a study read back (autopager.analysis.result.StudyResult)."""
+def memory_section(study) -> dict[str, Any] | None:
+    """For a study of time against memory: the Pareto front (least memory first) and the point ``select`` chose."""
+    config = study.config
+    if config.get("objective") != METRIC_AND_MEMORY:
+        return None
+    goal = Goal.parse(study.goal)
+    points = front(study.recorded, goal)
+    chosen = Selection.parse(config.get("select") or DEFAULT_SELECT).choose(points, goal)
+    return {"front": [{"trial": point.number, "value": point.value, "memory_bytes": memory_bytes(point)}
+                      for point in points],
+            "chosen": None if chosen is None else chosen.number}
+
+
+def summarize(study, state: str, budget: int | None = None, stopped: str | None = None) -> dict[str, Any]:
+    """What summary.json holds for a study read back (autopager.analysis.result.StudyResult); ``stopped``: why its
+    search ended early (the tuner's line; not in the table)."""
     config = study.config
     searched = len(study.of_kind(Kind.SEARCH, Kind.REUSED))
     if budget is None:
@@ -61,13 +79,17 @@ def summarize(study, state: str, budget: int | None = None) -> dict[str, Any]:
             "speedup": confirmed["speedup"], "per_round": [confirmed["low"], confirmed["high"]],
             "params": confirmed["params"]},
         "unconfirmed": study.unconfirmed() if state != RUNNING else None,
+        "stopped": stopped,
+        "warm_start": sorted({trial.proposed_by[len(WARM):] for trial in study.recorded
+                              if (trial.proposed_by or "").startswith(WARM)}) or None,
+        "memory": memory_section(study),
     }
 
 
-def write_summary(directory: Path, state: str, budget: int | None = None) -> None:
+def write_summary(directory: Path, state: str, budget: int | None = None, stopped: str | None = None) -> None:
     study = load_study(directory)
     if study is not None:
-        write_atomically(directory / SUMMARY, json.dumps(summarize(study, state, budget), indent=1) + "\n")
+        write_atomically(directory / SUMMARY, json.dumps(summarize(study, state, budget, stopped), indent=1) + "\n")
 
 
 def read_summary(directory: Path) -> dict[str, Any] | None:

@@ -64,6 +64,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141  # as a shell reports a command ended by SIGPIPE
 
 
+def asked_setting(args: list[str]) -> str | None:
+    """KEY of `autopager tune|run --help KEY` (help on one setting), else None."""
+    if args[:1] not in (["tune"], ["run"]):
+        return None
+    for flag, following in zip(args[1:], args[2:]):
+        if flag in ("-h", "--help") and not following.startswith("-") and "=" not in following:
+            return following
+    return None
+
+
 def command(args: list[str]) -> int:
     if args[:1] == ["--version"] or (args[:1] in (["tune"], ["run"]) and "--version" in args[1:]):
         print(version_text())
@@ -72,6 +82,10 @@ def command(args: list[str]) -> int:
         print(f"autopager: error: shell completion is not supported (Hydra's does not complete a subcommand, "
               f"`autopager {args[0]}`)", file=sys.stderr)
         return 2
+    setting = asked_setting(args)
+    if setting is not None:
+        from autopager.cli.setting_help import show
+        return exit_status(lambda: show(setting, args[1:]))
     if not args or args[0] in ("-h", "--help", "help") or (args[0] == "profile" and {"-h", "--help"} & set(args)):
         print(help_text())
         return 0

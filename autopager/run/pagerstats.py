@@ -42,9 +42,9 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
             "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
             "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None,
             **{name: total(name) for name in POLICY},
-            # the pages resident when each pager stopped (the stats have no peak), in bytes
-            "resident_bytes": sum(float(block.get("resident_pages") or 0) * float(block.get("page_size") or 0)
-                                  for block in blocks)}
+            # the most pages each pager held at once, in bytes (a pager without the count: those it held at exit)
+            "resident_bytes": sum(float(block.get("peak_resident_pages", block.get("resident_pages")) or 0)
+                                  * float(block.get("page_size") or 0) for block in blocks)}
 
 
 def without_stats(stderr: str) -> str:

@@ -3,8 +3,8 @@ that chooses one point of it (``select``), and the memory bound of a single-obje
 
 A trial's memory (``memory_bytes``) is the peak of its memory cgroup where the runs had one (``runner.memory_limit``:
 the table's ``cgroup_peak_bytes``, the most of its runs), else its buffer size, the most the pager keeps resident.
-The pager's own resident bytes are in the table too (``resident_bytes``), but as the pager reports them when it
-stops, not at their peak, so they are not the figure.
+The pager's own peak of resident pages is in the table too (``resident_bytes``); it is not the figure, since the
+cgroup's peak also counts what the program holds beside the pager (its own arrays, the page cache it fills).
 
 The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better
 in both, better in one); ``smallest_within:P%`` chooses the least memory whose figure is within P% of the front's

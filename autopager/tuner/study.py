@@ -94,7 +94,8 @@ def terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-SummaryWriter = Callable[[Path, str, Optional[int]], None]  # (study directory, state, trial budget)
+# (study directory, state, trial budget, why the search stopped early)
+SummaryWriter = Callable[[Path, str, Optional[int], Optional[str]], None]
 
 
 class Study:
@@ -379,4 +380,5 @@ class Study:
     def write_summary(self, state: str = RUNNING) -> None:
         """summary.json beside the table, rewritten after every trial."""
         if self.summary_writer is not None:
-            self.summary_writer(self.directory, state, None if self.search is None else self.search.limit)
+            stopped = None if self.search is None or self.search.stopped is None else self.search.stopped.line()
+            self.summary_writer(self.directory, state, None if self.search is None else self.search.limit, stopped)

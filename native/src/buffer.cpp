@@ -23,6 +23,9 @@ bool Buffer::try_reserve() {
   std::uint64_t r = resident_.load(std::memory_order_relaxed);
   while (r < capacity_) {
     if (resident_.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel)) {
+      std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+      while (r + 1 > peak && !peak_.compare_exchange_weak(peak, r + 1, std::memory_order_relaxed)) {
+      }
       if (r + 1 >= high_water_) notify_evictors();
       return true;
     }

@@ -39,6 +39,7 @@ class Buffer {
   void wake_all();  // for shutdown
 
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
+  std::uint64_t peak_resident() const { return peak_.load(std::memory_order_relaxed); }  // the most at once, so far
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t low_water() const { return low_water_; }
   EvictionPolicy& policy() { return *policy_; }
@@ -66,6 +67,7 @@ class Buffer {
   const std::uint64_t low_water_;
   std::unique_ptr<EvictionPolicy> policy_;
   std::atomic<std::uint64_t> resident_{0};
+  std::atomic<std::uint64_t> peak_{0};
   std::atomic<std::uint64_t> evicting_{0};  // claimed by evictors, not yet evicted
   std::vector<Stripe> stripes_;
 

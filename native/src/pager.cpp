@@ -280,6 +280,7 @@ class PagerImpl {
 
   Stats stats() const {
     Stats s = stats_.snapshot(buffer_.resident());
+    s.peak_resident_pages = buffer_.peak_resident();
     s.page_size = config_.page_size;
     s.read_ahead_run_pages = memory_.run_pages;
     const PolicyStats policy = buffer_.policy().stats();

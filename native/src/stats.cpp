@@ -71,7 +71,8 @@ std::string Stats::to_json() const {
       << ", \"reads\": " << reads
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
       << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
-      << ", \"resident_pages\": " << resident_pages << ", \"dirty_pages\": " << dirty_pages
+      << ", \"resident_pages\": " << resident_pages << ", \"peak_resident_pages\": " << peak_resident_pages
+      << ", \"dirty_pages\": " << dirty_pages
       << ", \"policy_refaults\": " << policy_refaults << ", \"policy_promotions\": " << policy_promotions
       << ", \"policy_second_chances\": " << policy_second_chances << ", \"policy_demotions\": " << policy_demotions
       << ", \"victim_hits\": " << victim_hits

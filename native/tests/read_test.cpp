@@ -33,7 +33,12 @@ TEST_P(ReadFaults, MatchTheFileBytes) {
   EXPECT_GT(s.evictions, 0u);
   EXPECT_EQ(s.write_backs, 0u);
   EXPECT_LE(s.resident_pages, 16u);
+  EXPECT_GE(s.peak_resident_pages, s.resident_pages);  // the buffer filled up before it evicted
+  EXPECT_GT(s.peak_resident_pages, 8u);
+  EXPECT_LE(s.peak_resident_pages, 16u);
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+  EXPECT_EQ(pager.stats().resident_pages, 0u);
+  EXPECT_EQ(pager.stats().peak_resident_pages, s.peak_resident_pages);  // a peak, not the current count
 }
 
 INSTANTIATE_TEST_SUITE_P(PageSizes, ReadFaults,
@@ -137,8 +142,10 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   EXPECT_EQ(s.fills, pages) << s.to_json();
   EXPECT_EQ(s.bytes_read, pages * page);
   // The faults' own reads (a page each) and runs, some cut short by a page a fault brought in first: a
-  // few times pages / run requests, where a page a request would be `pages`.
-  EXPECT_LT(store->ring_reads(), pages / 8) << s.to_json();
+  // few times pages / run requests, where a page a request would be `pages`. Mostly 180-600; a scan that
+  // outruns its read-ahead (the window is an eighth of the buffer) makes more of the runs short, up to ~1,050
+  // requests in 110 runs here.
+  EXPECT_LT(store->ring_reads(), pages / 2) << s.to_json();
   EXPECT_LT(s.read_faults, pages / 4) << s.to_json();
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }

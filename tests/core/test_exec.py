@@ -803,6 +803,38 @@ def test_exec_applies_what_a_profile_searched_and_the_user_overrides_it(tmp_path
     assert parse([f"profile={profile}", "--", "prog"])[0] == {"UMAP_PAGESIZE": "32768", "UMAP_BUFSIZE": "128"}
 
 
+# Random probes of a 16 MiB file through 1 MiB pages and a buffer of 2 of them read a page (most of them
+# evicted since) a probe: about 30x the file. A scan reads it once.
+PROBES_SCRIPT = """
+    import mmap, random
+    with open("data.bin", "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    rng = random.Random(7)
+    print(sum(m[rng.randrange(len(m))] for _ in range(512)))
+"""
+SCAN_SCRIPT = """
+    import mmap
+    with open("data.bin", "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    print(sum(m[at] for at in range(0, len(m), 4096)))
+"""
+LARGE_PAGES = ["page_size=1MiB", "buffer_size=2MiB", "direct_io=0", "min_size=1MiB"]  # no print_stats
+AMPLIFICATION = "pages too large or buffer too small for random access"
+
+
+def test_exec_says_when_a_program_read_many_times_what_it_mapped(tmp_path):
+    kernel, preload = twin_files(tmp_path, "data.bin", numbers(16))
+    for script, many in ((PROBES_SCRIPT, True), (SCAN_SCRIPT, False)):
+        expected = run_python(script, kernel.parent, transparent=False)
+        served = run_python(script, preload.parent, transparent=True, settings=LARGE_PAGES)
+        assert served.stdout == expected.stdout
+        assert (AMPLIFICATION in served.stderr) == many, served.stderr
+    line = next(line for line in run_python(PROBES_SCRIPT, preload.parent, transparent=True,
+                                            settings=LARGE_PAGES).stderr.splitlines() if AMPLIFICATION in line)
+    times = float(re.search(r", ([0-9.]+)x the 16.0 MiB it served", line).group(1))
+    assert times > 10, line
+
+
 def test_exec_reports_a_missing_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "autopager.cli.main", "exec", "--", str(tmp_path / "nothing")],
                           env=environment(), capture_output=True, text=True)

@@ -1,5 +1,7 @@
 """Time against memory (objective=metric_and_memory, select, constraint.memory): the front of a real study's rows, and
 real small studies of the synthetic workload, whose time grows as its buffer shrinks below its data."""
+import json
+
 import pandas as pd
 import pytest
 
@@ -40,6 +42,9 @@ def test_the_front_of_a_grid_over_the_buffer(tuner_home, capsys):
     table = pd.read_csv(tuner_home / "outputs/synthetic/grid-size1-buf64MiB/trials.csv")
     confirmed = table[table.kind == "confirm"].confirms.dropna()
     assert set(confirmed) == {0, points[-1].number}
+    memory = json.loads((tuner_home / "outputs/synthetic/grid-size1-buf64MiB/summary.json").read_text())["memory"]
+    assert memory == {"front": [{"trial": point.number, "value": point.value, "memory_bytes": memory_bytes(point)}
+                                for point in points], "chosen": points[-1].number}
 
     report = write_report(tuner_home / "outputs/synthetic/grid-size1-buf64MiB")
     text = report.read_text()

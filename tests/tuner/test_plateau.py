@@ -1,5 +1,7 @@
 """Stopping on a plateau (budget.plateau): real small studies of the synthetic workload through the CLI, and the
 plateau's count on the rows of a real study's table."""
+import json
+
 import pandas as pd
 import pytest
 
@@ -28,6 +30,8 @@ def test_a_plateau_ends_the_search_early_and_the_summary_says_why(tuner_home, ca
     assert "the search stops: plateau" in out
     assert (table.kind == "confirm").sum() == 2  # the defaults and the best: confirmed as without the plateau
     assert "confirmed speedup" in out
+    summary = json.loads((tuner_home / STUDY / "summary.json").read_text())
+    assert summary["stopped"] == stopped.split(":", 1)[1].strip() and summary["state"] == "finished"
 
     rows = StudyTable(tuner_home / STUDY / "trials.csv").rows
     search_rows = [row for row in rows if row.kind != "confirm"]
@@ -40,6 +44,7 @@ def test_plateau_off_runs_the_whole_budget(tuner_home, capsys):
     table = pd.read_csv(f"{STUDY}/trials.csv")
     assert (table.kind == "search").sum() + (table.kind == "reused").sum() == 30
     assert "stopped:" not in capsys.readouterr().out
+    assert json.loads((tuner_home / STUDY / "summary.json").read_text())["stopped"] is None
 
 
 def test_plateau_setting():

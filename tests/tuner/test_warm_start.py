@@ -1,5 +1,7 @@
 """Warm start (warm_start=STUDY_DIR_OR_PROFILE): real small studies of the synthetic workload through the CLI, seeded
 from an earlier study or its profile; and a seed moved into a space with a larger buffer."""
+import json
+
 import pandas as pd
 from omegaconf import OmegaConf
 
@@ -38,6 +40,8 @@ def test_coordinate_descent_starts_from_the_earlier_studys_best(tuner_home, caps
     assert (seeded[SEARCHED].to_numpy() == expected[SEARCHED].to_numpy()).all()  # run here, best first
     assert (seeded.kind == "search").all() and seeded.value.notna().all()
     assert warm.trial[warm.kind == "default"].min() == 0  # the defaults measured first, as in any study
+    summary = json.loads((tuner_home / "outputs/synthetic/warm/summary.json").read_text())
+    assert summary["warm_start"] == ["synthetic/small"] and summary["memory"] is None
     best_seed = seeded.loc[seeded.value.idxmin(), SEARCHED]
     after = warm[(warm.kind == "search") & (warm.proposed_by != "warm:synthetic/small")]
     assert len(after) > 0

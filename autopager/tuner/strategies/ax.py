@@ -59,7 +59,11 @@ OPTIMIZER = {"acquisition_restarts": "num_restarts", "acquisition_raw_samples": 
 
 
 def quiet_ax() -> None:
-    from ax.utils.common.logger import set_ax_logger_levels, set_stderr_log_level
+    logging.disable(logging.INFO)  # Ax logs at INFO while it is imported, before its levels can be set
+    try:
+        from ax.utils.common.logger import set_ax_logger_levels, set_stderr_log_level
+    finally:
+        logging.disable(logging.NOTSET)
     set_ax_logger_levels(logging.WARNING)
     set_stderr_log_level(logging.WARNING)
     warnings.filterwarnings("ignore", module=r"(ax|botorch|gpytorch|linear_operator|torch)\b")
@@ -97,8 +101,8 @@ class AxStrategy(Strategy):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import torch
+            quiet_ax()
             from ax import ChoiceParameterConfig, Client, RangeParameterConfig
-        quiet_ax()
         if self.settings["threads"]:
             torch.set_num_threads(self.settings["threads"])
         self.pending: dict[Key, list[int]] = {}  # Ax's RUNNING trials, by the point they round to

@@ -20,6 +20,7 @@ struct Stats {
   std::uint64_t write_errors = 0;      // write-backs that failed (the page stays resident and dirty)
   std::uint64_t read_errors = 0;       // faults failed with SIGBUS (a read error, a page past the store's end)
   std::uint64_t resident_pages = 0;    // now
+  std::uint64_t peak_resident_pages = 0;  // the most resident at once since the pager started
   std::uint64_t dirty_pages = 0;       // now
   // How the eviction policy's queues served (UMAP_EVICTION; native/src/policy/eviction_policy.hpp, PolicyStats).
   std::uint64_t policy_refaults = 0;       // fills of pages it remembered as evicted lately

@@ -1,4 +1,4 @@
-// The heap extension (README "Transparent mode", DESIGN.md "Heap mappings"): with UMAP_PRELOAD_HEAP set,
+// The heap extension (docs/TRANSPARENT.md, DESIGN.md "Heap mappings"): with UMAP_PRELOAD_HEAP set,
 // a private anonymous readable and writable mapping of at least UMAP_PRELOAD_HEAP_MIN bytes (malloc's
 // large blocks, numpy's arrays) is served by the pager from a copy-on-write store over zeros: a page
 // never written is zeros without any read, a written one goes to an unlinked scratch file in the
@@ -97,6 +97,7 @@ void* ServedMappings::mmap_anonymous(void* address, size_t length, int prot, int
   served_.emplace(reinterpret_cast<std::uintptr_t>(base), std::move(served));
   count_.fetch_add(1);
   ++heap_served_;
+  served_bytes_ += length;
   return base;
 }
 

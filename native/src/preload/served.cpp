@@ -184,6 +184,7 @@ void* ServedMappings::mmap(void* address, size_t length, int prot, int flags, in
   count_.fetch_add(1);
   if (shared && writes) writable_count_.fetch_add(1);
   ++served_total_;
+  served_bytes_ += length;
   if (direct_io) ++served_direct_;
   return base;
 }
@@ -460,6 +461,7 @@ void ServedMappings::after_fork_in_child() {
     if (served.fd >= 0) close(served.fd);
   }
   served_.clear();
+  served_bytes_ = 0;
   count_.store(0);
   writable_count_.store(0);
   disabled_ = true;
@@ -472,14 +474,34 @@ std::string ServedMappings::stats_json() const {
 }
 
 void ServedMappings::print_summary() const {
-  if (!print_stats_requested()) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (print_stats_requested()) {
+    std::fprintf(stderr,
+                 "autopager preload: served %llu file mappings (%zu still mapped, %llu with O_DIRECT), handed %llu to "
+                 "the kernel\n",
+                 static_cast<unsigned long long>(served_total_), served_.size(),
+                 static_cast<unsigned long long>(served_direct_), static_cast<unsigned long long>(handed_over_));
+    print_heap_summary_locked();
+  }
+  print_read_amplification_locked();
+}
+
+// Said whether or not statistics were asked for: a program that reads its mappings many times over through the
+// pager runs slower than on the kernel's page cache, and the statistics alone do not say why.
+void ServedMappings::print_read_amplification_locked() const {
+  constexpr double kMany = 4.0;  // as the tuner's summary (outcome.READ_AMPLIFICATION)
+  Pager* pager = pager_.load();
+  if (pager == nullptr || served_bytes_ == 0) return;
+  const Stats stats = pager->stats();
+  const double times = static_cast<double>(stats.bytes_read) / static_cast<double>(served_bytes_);
+  if (times < kMany) return;
   std::fprintf(stderr,
-               "autopager preload: served %llu file mappings (%zu still mapped, %llu with O_DIRECT), handed %llu to "
-               "the kernel\n",
-               static_cast<unsigned long long>(served_total_), served_.size(),
-               static_cast<unsigned long long>(served_direct_), static_cast<unsigned long long>(handed_over_));
-  print_heap_summary_locked();
+               "autopager preload: read %.1f MiB through the pager, %.1fx the %.1f MiB it served: pages too large or "
+               "buffer too small for random access (page_size %llu KiB, buffer %llu MiB; try a smaller page_size or "
+               "a larger buffer_size, or `autopager tune`)\n",
+               static_cast<double>(stats.bytes_read) / (1 << 20), times,
+               static_cast<double>(served_bytes_) / (1 << 20), static_cast<unsigned long long>(stats.page_size >> 10),
+               static_cast<unsigned long long>(pager->config().buffer_bytes() >> 20));
 }
 
 }  // namespace autopager::preload

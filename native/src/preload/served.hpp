@@ -1,4 +1,4 @@
-// The file mappings the preload serves from a pager (README "Transparent mode", DESIGN.md "Transparent
+// The file mappings the preload serves from a pager (docs/TRANSPARENT.md, DESIGN.md "Transparent
 // mode (preload)"), and what the memory and write calls do to them. A call that does not touch a served
 // mapping goes to the kernel unchanged. A served mapping that a call would make differ from the kernel's
 // (another protection, a move, a partial unmap, a write() to its file, advice that changes contents) is
@@ -104,6 +104,7 @@ class ServedMappings {
   // Whether the heap's directory has room for `span` more bytes besides every heap mapping served.
   bool heap_has_room_locked(std::size_t span);
   void print_heap_summary_locked() const;
+  void print_read_amplification_locked() const;
   std::vector<Served*> overlapping_locked(const char* begin, const char* end);
   bool map_over_with_kernel(const Served& served) const;
   // Gives a served mapping to the kernel. False, with errno, when the pager could not write its pages
@@ -134,6 +135,7 @@ class ServedMappings {
   std::uint64_t handed_over_ = 0;
   std::uint64_t heap_served_ = 0;    // anonymous mappings served
   std::uint64_t heap_refused_ = 0;   // of those wanted, left to the kernel: no room in the heap's directory
+  std::uint64_t served_bytes_ = 0;   // the lengths of every mapping served, files' and heap's
   std::atomic<std::uint64_t> heap_threshold_{0};  // 0 until the settings are read
 };
 

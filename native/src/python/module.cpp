@@ -37,6 +37,7 @@ py::dict stats_to_dict(const Stats& stats) {
   out["write_errors"] = stats.write_errors;
   out["read_errors"] = stats.read_errors;
   out["resident_pages"] = stats.resident_pages;
+  out["peak_resident_pages"] = stats.peak_resident_pages;
   out["dirty_pages"] = stats.dirty_pages;
   out["policy_refaults"] = stats.policy_refaults;
   out["policy_promotions"] = stats.policy_promotions;
