@@ -57,7 +57,9 @@ def version_text() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; output cut short by a closed pipe (`autopager run --help | head`) ends it quietly."""
     try:
-        return command(list(sys.argv[1:] if argv is None else argv))
+        status = command(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # output still buffered meets a closed pipe here, not in the interpreter's exit
+        return status
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would fail again
