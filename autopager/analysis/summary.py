@@ -23,7 +23,7 @@ from autopager.analysis.result import load_study
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
-from autopager.tuner.memory_front import DEFAULT_SELECT, METRIC_AND_MEMORY, Selection, front, memory_bytes
+from autopager.tuner.memory_front import Objective, front, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
 from autopager.tuner.table import write_atomically
@@ -40,13 +40,13 @@ def number(value: Any) -> float | None:
 def memory_section(study) -> dict[str, Any] | None:
     """For a study of time against memory: the Pareto front (least memory first) and the point ``select`` chose."""
     config = study.config
-    if config.get("objective") != METRIC_AND_MEMORY:
+    objective = Objective.from_config(config, ["buffer_size"])  # a study that ran: its space was checked
+    if not objective.weighs_memory:
         return None
     goal = Goal.parse(study.goal)
-    points = front(study.recorded, goal)
-    chosen = Selection.parse(config.get("select") or DEFAULT_SELECT).choose(points, goal)
+    chosen = objective.chosen(study.recorded, goal, None)
     return {"front": [{"trial": point.number, "value": point.value, "memory_bytes": memory_bytes(point)}
-                      for point in points],
+                      for point in front(study.recorded, goal)],
             "chosen": None if chosen is None else chosen.number}
 
 

@@ -26,7 +26,7 @@ from autopager.tuner.trials import Trials
 class Search:
     def __init__(self, strategy: Strategy, strategy_name: str, scheduler: Scheduler, trials: Trials, space: Space,
                  settings: StudySettings, progress: Progress, report: Report, shown_limit: Callable[[int | None], int | None],
-                 plateau: int | None = None):
+                 plateau: int | None = None, caps_by_buffer: bool = False):
         self.strategy, self.strategy_name = strategy, strategy_name
         self.scheduler, self.trials, self.space, self.settings = scheduler, trials, space, settings
         self.progress, self.report, self.shown_limit = progress, report, shown_limit
@@ -37,6 +37,7 @@ class Search:
         self.followers: dict[Key, list[tuple[Params, Proposal]]] = {}  # proposed again while in flight
         self.plateau = plateau  # search trials without improvement that end the search; None: never
         self.stopped: Stop | None = None  # why the search ended before its budget
+        self.caps_by_buffer = caps_by_buffer  # time against memory: cap a trial by those of no larger a buffer
 
     def run(self, default: Trial | None, alongside: InFlight | None = None) -> Trial | None:
         """The strategy's trials, with the defaults measured again among them, until the budget or the strategy ends.
@@ -76,7 +77,8 @@ class Search:
                     if self.scheduler.pool.launcher.workers == 1:
                         self.progress.running(self.trials.table.next_trial(), self.shown_limit(limit), params)
                     trial = self.scheduler.launch(params, Kind.SEARCH, proposal, self.trials.timeout(default),
-                                                  self.trials.cap_seconds(self.trials.incumbent() or default))
+                                                  self.trials.cap_seconds(self.trials.cap_reference(
+                                                      params, default, self.caps_by_buffer)))
                 if not isinstance(trial, InFlight):
                     self.tell(trial, params)
                     self.report(trial, limit)

@@ -150,7 +150,8 @@ class Study:
                     if self.warm_start is not None:
                         strategy = WarmStarted(strategy, *self.warm_start)
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
-                                         self.settings, self.progress, self.report, self.shown_limit, self.plateau)
+                                         self.settings, self.progress, self.report, self.shown_limit, self.plateau,
+                                         caps_by_buffer=self.objective.weighs_memory)
                     if pool.launcher.workers > 1 and isinstance(launched, InFlight) and pool.count == 1:
                         launched = self.search.run(None, alongside=launched)  # the other workers search
                     default = self.defaults(launched)

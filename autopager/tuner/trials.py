@@ -42,6 +42,17 @@ class Trials:
         trials = [trial for trial in self.ok_rows() if trial.kind in MEASURED and trial.number != other]
         return self.goal.best(trials, key=lambda trial: trial.value) if trials else None
 
+    def cap_reference(self, params: Params, default: Trial | None, by_buffer: bool) -> Trial | None:
+        """The run a search trial of ``params`` is capped against: the incumbent, else the defaults' run. Where memory
+        is weighed (``by_buffer``), the best trial with no larger a buffer, else none: a trial capped so is beaten in
+        time and in memory by that one, and so is never a point of the front."""
+        if not by_buffer:
+            return self.incumbent() or default
+        buffer = params.get("buffer_size")
+        within = [trial for trial in self.ok_rows() if trial.kind in MEASURED and buffer is not None
+                  and trial.params.get("buffer_size", math.inf) <= buffer]
+        return self.goal.best(within, key=lambda trial: trial.value) if within else None
+
     def measured(self, params: Params) -> Trial | None:
         """The first run trial (finished, ok or failed) with exactly these parameters."""
         return next((trial for trial in self.rows if trial.kind in MEASURED and trial.params == params), None)

@@ -46,8 +46,12 @@ Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
       for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof(uffd_msg); ++i) {
         if (messages_[i].event != UFFD_EVENT_PAGEFAULT) continue;
         const pid_t thread = uffd_.has_thread_id() ? static_cast<pid_t>(messages_[i].arg.pagefault.feat.ptid) : 0;
-        faults.push_back({static_cast<std::uintptr_t>(messages_[i].arg.pagefault.address),
-                          messages_[i].arg.pagefault.flags, thread, now});
+        const std::uint64_t flags = messages_[i].arg.pagefault.flags;
+        // Counted as read: a fault may be answered (a victim installed, a fill finished by another filler)
+        // before the filler that took it moves on, and a program that sees its access done sees it counted.
+        StatsCounters::add((flags & (UFFD_PAGEFAULT_FLAG_WRITE | UFFD_PAGEFAULT_FLAG_WP)) != 0 ? stats_.write_faults
+                                                                                                : stats_.read_faults);
+        faults.push_back({static_cast<std::uintptr_t>(messages_[i].arg.pagefault.address), flags, thread, now});
       }
       if (!faults.empty()) return ReadResult::kFaults;
       continue;
@@ -87,7 +91,6 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   if (!region) return true;  // unmapped meanwhile: the faulting access is the program's own error
   std::uint64_t page = region->page_of(address);
   if (fault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-    StatsCounters::add(stats_.write_faults);
     paging_.resolve_write(*region, page);
     record_service(fault.read_at);
     return true;
@@ -96,7 +99,6 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   const FillRequest request = FillRequest::fault(by_write, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
   if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
-  StatsCounters::add(by_write ? stats_.write_faults : stats_.read_faults);
   pool_.queue_read_ahead(region, page);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
   if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);

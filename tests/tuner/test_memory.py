@@ -11,6 +11,7 @@ from autopager.errors import ConfigError
 from autopager.run.goal import Goal
 from autopager.tuner.memory_front import Objective, Selection, front, memory_bytes
 from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Status
 
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
           "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
@@ -87,3 +88,14 @@ def test_bad_objective_settings_are_refused_naming_them(tuner_home, capsys, over
 def test_time_against_memory_needs_the_buffer_searched():
     with pytest.raises(ConfigError, match="space.buffer_size"):
         Objective.from_config({"objective": "metric_and_memory"}, ["page_size"])
+
+
+def test_a_trial_is_capped_only_by_trials_of_no_larger_a_buffer(tuner_home):
+    # a cap of 1.2x the incumbent (the 64MiB defaults) would stop every smaller buffer (each halving costs 1.5x):
+    # capped by the trials of no larger a buffer, none is, and the front keeps its five points
+    assert main(["tune", *COMMON, "strategy=grid", "objective=metric_and_memory", "space.page_size=256KiB",
+                 "space.fillers=4", "space.evictors=2", "space.evict_high_water=80", "space.evict_low_water=50",
+                 "space.read_ahead=4", "runner.cap=1.2", "runner.cap_floor=0", "confirm.rounds=0"]) == 0
+    rows = StudyTable(tuner_home / "outputs/synthetic/grid-size1-buf64MiB/trials.csv").rows
+    assert not [row for row in rows if row.status is Status.CAPPED]
+    assert [point.params["buffer_size"] >> 20 for point in front(rows, Goal.MINIMIZE)] == [4, 8, 16, 32, 64]
