@@ -1,10 +1,12 @@
 """Time against memory: each trial's memory, the Pareto front of a study's trials (metric against memory), the rule
 that chooses one point of it (``select``), and the memory bound of a single-objective study (``constraint.memory``).
 
-A trial's memory (``memory_bytes``) is the peak of its memory cgroup where the runs had one (``runner.memory_limit``:
-the table's ``cgroup_peak_bytes``, the most of its runs), else its buffer size, the most the pager keeps resident.
-The pager's own peak of resident pages is in the table too (``resident_bytes``); it is not the figure, since the
-cgroup's peak also counts what the program holds beside the pager (its own arrays, the page cache it fills).
+A trial's memory (``memory_bytes``) is the pager's peak of resident pages (the table's ``resident_bytes``), else the
+peak of its memory cgroup where the runs had one (``cgroup_peak_bytes``: a program that prints no pager statistics),
+else its buffer size. The cgroup's peak is recorded beside it but is not the figure where the pager's is known: it
+counts the page cache the program fills through its own reads and writes, which the kernel takes back under a limit
+(sort rewrites its 4 GiB input before it maps it: each of its trials peaked at 4.45 GB whatever its buffer), while
+what the program holds beside the pager (its own arrays) is the same in every trial.
 
 The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better
 in both, better in one); ``smallest_within:P%`` chooses the least memory whose figure is within P% of the front's
@@ -27,8 +29,8 @@ DEFAULT_SELECT = f"{SMALLEST_WITHIN}:10%"
 
 
 def memory_bytes(row: Trial) -> float | None:
-    """A trial's memory: its cgroup's peak where measured, else its buffer size."""
-    return row.cgroup_peak_bytes or row.params.get("buffer_size")
+    """A trial's memory: the pager's peak of resident pages, else its cgroup's peak where measured, else its buffer."""
+    return row.stats.get("resident_bytes") or row.cgroup_peak_bytes or row.params.get("buffer_size")
 
 
 def front(rows: Iterable[Trial], goal: Goal) -> list[Trial]:
