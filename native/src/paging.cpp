@@ -175,8 +175,8 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
   }
   if (region.closing.load()) {  // release_region would not find it in the victim buffer: dropped here
     victims_.drop(*slot);
-    region.set_state(page, PageState::kAbsent);
     buffer_.release();
+    region.set_state(page, PageState::kAbsent);
     return true;
   }
   // As a fill installs a page read (finish): a victim is clean and of a region whose writes the pager sees.
@@ -203,12 +203,10 @@ std::size_t Paging::drop_victims(std::size_t most) {
   while (dropped < most && victims_.enabled()) {
     std::optional<Victim> victim = victims_.pop_oldest();
     if (!victim) break;
-    {
-      std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim->page.region, victim->page.page));
-      victim->page.region->set_state(victim->page.page, PageState::kAbsent);
-    }
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim->page.region, victim->page.page));
     victims_.drop(victim->slot);
     buffer_.release();
+    victim->page.region->set_state(victim->page.page, PageState::kAbsent);
     ++dropped;
   }
   return dropped;
@@ -218,8 +216,8 @@ bool Paging::drop_victim_locked(Region& region, std::uint64_t page) {
   const std::optional<std::uint64_t> slot = victims_.take(region, page);
   if (!slot) return false;
   victims_.drop(*slot);
-  region.set_state(page, PageState::kAbsent);
   buffer_.release();
+  region.set_state(page, PageState::kAbsent);
   return true;
 }
 
@@ -246,8 +244,8 @@ std::uint64_t Paging::claim_run(Region& region, std::uint64_t lead, int directio
 }
 
 void Paging::abandon_fill_locked(Region& region, std::uint64_t page) {
-  region.set_state(page, PageState::kAbsent);
   buffer_.release();
+  region.set_state(page, PageState::kAbsent);
   uffd_.wake(region.page_address(page), region.page_size);
 }
 
@@ -584,17 +582,18 @@ std::size_t Paging::evict(std::size_t most) {
   victims.resize(evicting);
   victims_.give_back_slots(slots);
   dropped.drop(zapper_);
-  std::size_t released = 0;
+  // Their memory is gone: the slots go back before any page is seen absent. A victim keeps its slot until
+  // it is dropped.
+  std::uint64_t released = 0;
+  for (std::size_t i = 0; i < victims.size(); ++i) released += kept_in[i] ? 0 : 1;
+  buffer_.release(released);
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));
     victim.region->set_state(victim.page, kept_in[i] ? PageState::kVictim : PageState::kAbsent);
-    // A victim keeps its buffer slot until it is dropped.
     if (kept_in[i]) victims_.park(victim, *kept_in[i]);
-    else ++released;
   }
   StatsCounters::add(stats_.evictions, victims.size());
-  buffer_.release(released);
   for (const PageRef& cleared : poisoned) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
     cleared.region->set_state(cleared.page, PageState::kAbsent);
