@@ -5,9 +5,9 @@ A trial improves when it is better than the best trial before it (the defaults' 
 the noise band (``measuring.NOISE_BAND`` standard deviations of the defaults' runs, the noise the study measures);
 a failed or capped trial never improves, and an answered (``reused``) one counts as a trial, as the budget counts
 it. A rung of the buffer ladder (autopager.tuner.buffer_ladder) may improve, but one that does not is not counted:
-the ladder is slower below the largest buffer on purpose. ``auto`` (the default) is ``AUTO_TRIALS`` for the strategies that search and off for those that enumerate a
-plan of their own (the grid, the page-size sweep: their size is what the user asked for); a number N applies to
-every strategy; 0 or null is off.
+the ladder is slower below the largest buffer on purpose. ``auto`` (the default) is ``AUTO_TRIALS`` for the
+strategies that search and off for those that enumerate a plan of their own (the grid, the page-size sweep: their
+size is what the user asked for); a number N applies to every strategy; 0 or null is off.
 """
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def trials_without_improvement(rows: Iterable[Trial], goal: Goal, noise: float) 
                    and abs(row.value - best) > NOISE_BAND * noise * abs(best)):
             best, since = row.value, 0
         else:
-            since += row.proposed_by != LADDER
+            if row.proposed_by != LADDER:
+                since += 1
             if ok and goal.better(row.value, best):
                 best = row.value  # better within the noise: the bar moves, the count goes on
     return since
