@@ -123,7 +123,8 @@ def ratio(summary: dict[str, Any]) -> str:
     metric = summary.get("metric", "")
     if confirmed:
         low, high = confirmed["per_round"]
-        return (f"confirmed {confirmed['speedup']:.2f}x ({low:.2f}-{high:.2f}x a round), trial {confirmed['trial']}: "
+        winner = "the saved profile" if confirmed["trial"] is None else f"trial {confirmed['trial']}"
+        return (f"confirmed {confirmed['speedup']:.2f}x ({low:.2f}-{high:.2f}x a round), {winner}: "
                 f"{format_value(confirmed['value'], metric)}")
     if best:
         gain = f" {best['speedup']:.2f}x the defaults," if best.get("speedup") else ""
@@ -134,6 +135,15 @@ def ratio(summary: dict[str, Any]) -> str:
 def counts(summary: dict[str, Any]) -> str:
     trials = summary["trials"]
     return f"{trials['done']}/{trials['budget']}" if trials.get("budget") else str(trials["done"])
+
+
+def trial_counts(summary: dict[str, Any]) -> str:
+    """How many trials of each kind, as the tuner's summary, the status and the report say it."""
+    trials = summary["trials"]
+    defaults, confirmation = trials["defaults_runs"], trials["confirmation_runs"]
+    return (f"{counts(summary)} searched; {defaults} run{'s' * (defaults != 1)} of the defaults, "
+            f"{confirmation} confirmation run{'s' * (confirmation != 1)}; {trials['failed']} failed, "
+            f"{trials['capped']} capped")
 
 
 def one_line(summary: dict[str, Any]) -> str:
@@ -192,8 +202,7 @@ def status_text(summary: dict[str, Any]) -> str:
              f"workload:    {summary['workload']} (size {summary.get('size')}, buffer "
              f"{format_size(int(summary['buffer_size'])) if summary.get('buffer_size') else 'the default'}), "
              f"strategy {summary['strategy']}",
-             f"trials:      {counts(summary)} searched; {trials['defaults_runs']} runs of the defaults, "
-             f"{trials['confirmation_runs']} confirmation runs; {trials['failed']} failed, {trials['capped']} capped",
+             f"trials:      {trial_counts(summary)}",
              f"defaults:    {format_value(defaults['value'], metric)} (median of {defaults['runs']} runs)"
              if defaults.get("value") is not None else "defaults:    not measured yet",
              f"outcome:     {ratio(summary)}"]
