@@ -84,6 +84,7 @@ def export(directory: Path, storage: str, since: int | None = None) -> tuple[str
             pass
         target = optuna.create_study(study_name=name, storage=storage,
                                      direction="minimize" if study.goal == "minimize" else "maximize")
+        target.set_metric_names([study.metric])  # the dashboard's axis: "seconds", not "Objective 0"
         target.set_user_attr("directory", str(study.directory.resolve()))
         target.set_user_attr("metric", study.metric)
     else:

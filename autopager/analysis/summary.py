@@ -23,6 +23,8 @@ from autopager.analysis.result import load_study
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
+from autopager.run.settings import NoiseSettings
+from autopager.tuner.measuring import relative_noise
 from autopager.tuner.memory_front import Objective, front, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
@@ -50,6 +52,16 @@ def memory_section(study) -> dict[str, Any] | None:
             "chosen": None if chosen is None else chosen.number}
 
 
+def search_noise(study, defaults: list[float]) -> dict[str, Any]:
+    """The run-to-run noise the search went by, as the tuner's summary prints it: the spread (standard deviation over
+    mean) of the defaults' runs, else noise.assumed."""
+    measured = relative_noise(defaults)
+    if measured is not None:
+        return {"relative": measured, "assumed": False}
+    assumed = (study.config.get("noise") or {}).get("assumed", NoiseSettings.assumed)
+    return {"relative": float(assumed), "assumed": True}
+
+
 def summarize(study, state: str, budget: int | None = None, stopped: str | None = None) -> dict[str, Any]:
     """What summary.json holds for a study read back (autopager.analysis.result.StudyResult); ``stopped``: why its
     search ended early (the tuner's line; not in the table)."""
@@ -71,6 +83,7 @@ def summarize(study, state: str, budget: int | None = None, stopped: str | None 
                    "confirmation_runs": len(study.of_kind(Kind.CONFIRM)), "failed": study.failed(),
                    "capped": study.capped()},
         "defaults": {"value": reference, "runs": len(defaults)},
+        "noise": search_noise(study, defaults),
         "best": None if best is None else {
             "trial": best.number, "value": best.value, "params": dict(best.params),
             "speedup": number(study.speedup(best.value, reference)) if reference else None},
@@ -205,6 +218,9 @@ def status_text(summary: dict[str, Any]) -> str:
              f"trials:      {trial_counts(summary)}",
              f"defaults:    {format_value(defaults['value'], metric)} (median of {defaults['runs']} runs)"
              if defaults.get("value") is not None else "defaults:    not measured yet",
+             f"noise:       +-{100 * summary['noise']['relative']:.1f}% a run"
+             f"{', assumed (noise.assumed)' if summary['noise']['assumed'] else ''}"
+             if summary.get("noise") else "noise:       not measured yet",
              f"outcome:     {ratio(summary)}"]
     if summary.get("unconfirmed"):
         lines.append(f"             {summary['unconfirmed']}")

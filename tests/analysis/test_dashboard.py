@@ -52,7 +52,7 @@ def test_export_optuna_writes_one_trial_a_trial(study, tuner_home):
     code, out, err = autopager("export-optuna", f"synthetic/{NAME}", "--storage", storage)
     assert code == 0, out + err
     mirrored = optuna.load_study(study_name=f"synthetic/{NAME}", storage=storage)
-    assert mirrored.direction == optuna.study.StudyDirection.MINIMIZE
+    assert mirrored.direction == optuna.study.StudyDirection.MINIMIZE and mirrored.metric_names == ["seconds"]
     exported = sorted(mirrored.trials, key=lambda trial: trial.user_attrs["autopager_trial"])
     assert [trial.user_attrs["autopager_trial"] for trial in exported] == list(trials.trial)
     for trial, (_, row) in zip(exported, trials.iterrows()):

@@ -155,6 +155,8 @@ def test_studies_status_and_summary_json(tuner_home):
     counted = re.search(r"^trials: +(.*)$", out, re.M).group(1)
     assert counted == (f"2/2 searched; {summary['trials']['defaults_runs']} run of the defaults, "
                        f"{summary['trials']['confirmation_runs']} confirmation runs; 0 failed, 0 capped"), counted
+    noise = re.search(r"^noise: +\+-([0-9.]+)% a run", out, re.M).group(1)
+    assert f"{100 * summary['noise']['relative']:.1f}" == noise and summary["noise"]["assumed"] is True  # one run
     assert summary["state"] == "finished" and summary["trials"]["done"] == 2 and summary["trials"]["budget"] == 2
     assert summary["trials"]["confirmation_runs"] == int((table.kind == "confirm").sum()) > 0
     assert f"{summary['confirmed']['speedup']:.2f}" == confirmed[0]
@@ -175,6 +177,7 @@ def test_studies_status_and_summary_json(tuner_home):
     code, out, err = autopager("status", "first")
     assert code == 0, err
     assert "(finished)" in out and f"trials:      {counted}\n" in out and f"confirmed {confirmed[0]}x" in out, out
+    assert f"noise:       +-{noise}% a run, assumed (noise.assumed)\n" in out, out
     code, out, err = autopager("report", str(directory))
     assert code == 0, out + err
     assert f"trials: {counted};" in (directory / "report" / "report.md").read_text()
@@ -262,6 +265,16 @@ def test_tune_and_run_say_that_they_generate_the_data(tuner_home):
     code, out, err = autopager("run", *bfs)
     assert code == 0, out + err
     assert out.splitlines()[1] == preparing, out
+
+
+def test_read_amplification_gives_the_data_in_kib_or_mib(tuner_home):
+    """bfs's graph is no whole number of KiB: the summary rounds it (once printed as 556592 bytes' digits)."""
+    code, out, err = autopager("tune", "workload=bfs", "workload.size=12", "workload.buffer_size=32KiB",
+                               "strategy=default", "runner.page_cache=keep")
+    assert code == 0, out + err
+    data = sum(path.stat().st_size for path in (tuner_home / "data").glob("bfs-s12.*"))
+    assert data % 1024 and re.search(rf"^read amplification: +1 of 1 trials read 4x or more of the "
+                                     rf"{data / 1024:.0f}KiB of data \(up to [0-9.]+x", out, re.M), out
 
 
 def test_the_readme_multirun_makes_one_study_a_combination(tuner_home):
