@@ -221,7 +221,7 @@ def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
         gate.touch()
         out, err = watcher.communicate(timeout=300)
         assert watcher.returncode == 0, err
-        assert out.rstrip().splitlines()[-5].endswith("(finished)"), out
+        assert out.rstrip().split("\n\n")[-1].splitlines()[0].endswith("(finished)"), out  # the last status
         assert "trials:      1/1 searched" in out.split("(finished)")[-1], out
     finally:
         gate.touch()
