@@ -208,15 +208,15 @@ def studies_command(args: Sequence[str]) -> int:
 
 
 def status_text(summary: dict[str, Any]) -> str:
-    trials = summary["trials"]
     metric = summary.get("metric", "")
     defaults = summary["defaults"]
+    runs = "1 run" if defaults["runs"] == 1 else f"median of {defaults['runs']} runs"
     lines = [f"study:       {summary['directory']} ({summary['state']})",
              f"workload:    {summary['workload']} (size {summary.get('size')}, buffer "
              f"{format_size(int(summary['buffer_size'])) if summary.get('buffer_size') else 'the default'}), "
              f"strategy {summary['strategy']}",
              f"trials:      {trial_counts(summary)}",
-             f"defaults:    {format_value(defaults['value'], metric)} (median of {defaults['runs']} runs)"
+             f"defaults:    {format_value(defaults['value'], metric)} ({runs})"
              if defaults.get("value") is not None else "defaults:    not measured yet",
              f"noise:       +-{100 * summary['noise']['relative']:.1f}% a run"
              f"{', assumed (noise.assumed)' if summary['noise']['assumed'] else ''}"
