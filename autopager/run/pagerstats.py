@@ -42,9 +42,9 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
             "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
             "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None,
             **{name: total(name) for name in POLICY},
-            # the most pages each pager held at once, in bytes (a pager without the count: those it held at exit)
-            "resident_bytes": sum(float(block.get("peak_resident_pages", block.get("resident_pages")) or 0)
-                                  * float(block.get("page_size") or 0) for block in blocks)}
+            # the most bytes of pages each pager held at once (a pager without the peak: those it held at exit)
+            "resident_bytes": sum(float(block.get("peak_resident_bytes", block.get("resident_bytes")) or 0)
+                                  for block in blocks)}
 
 
 def without_stats(stderr: str) -> str:

@@ -9,6 +9,7 @@
 #include "autopager/store.hpp"
 #include "kept_memory.hpp"
 #include "read_ahead.hpp"
+#include "read_around.hpp"
 
 namespace autopager {
 
@@ -30,17 +31,21 @@ enum class PageState : std::uint8_t {
 };
 
 struct Region : std::enable_shared_from_this<Region> {
-  Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
-         bool writable, bool track_writes, ReadAheadStreams read_ahead, std::unique_ptr<KeptMemory> kept = nullptr)
+  // `units`: what one of its pages takes of the buffer (PageMemory::units_of).
+  Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::uint64_t units,
+         std::shared_ptr<Store> store, bool writable, bool track_writes, ReadAheadStreams read_ahead,
+         ReadAround read_around, std::unique_ptr<KeptMemory> kept = nullptr)
       : id(id),
         base(base),
         length(length),
         page_size(page_size),
         page_count((length + page_size - 1) / page_size),
+        units(units),
         store(std::move(store)),
         writable(writable),
         track_writes(track_writes),
         read_ahead(read_ahead),
+        read_around(read_around),
         kept(std::move(kept)),
         own_states(this->kept ? nullptr : new std::atomic<std::uint8_t>[page_count]()),
         states(this->kept ? this->kept->states() : own_states.get()),
@@ -51,11 +56,13 @@ struct Region : std::enable_shared_from_this<Region> {
   const std::size_t length;        // as asked; the mapping is rounded up to whole pages
   const std::size_t page_size;
   const std::uint64_t page_count;
+  const std::uint64_t units;
   const std::shared_ptr<Store> store;
   const bool writable;
   const bool track_writes;         // pages are installed write-protected and made writable on first write
   std::atomic<bool> closing{false};
   ReadAheadStreams read_ahead;     // guarded by the filler pool's lock
+  ReadAround read_around;          // guarded by the filler pool's lock
   // The page memory and states of a region whose writes outlive the process (shared with the keeper);
   // null for anonymous page memory and states of the region's own.
   const std::unique_ptr<KeptMemory> kept;
