@@ -227,9 +227,9 @@ PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, 
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   std::lock_guard<std::mutex> lock(mutex_);
   const ReadAheadStreams::Reads reads = region->read_ahead.fault(page);
-  const bool fits = paging_.has_room(*region, region->read_around.most_pages());
-  const ReadAround::Block block = region->read_around.fault(page, region->page_count, reads.starts, fits);
-  if (block.count > 1) {
+  const std::uint64_t around = config_.read_around / region->page_size;
+  if (reads.starts && around > 1 && paging_.has_room(*region, around)) {
+    const PageBlock block = block_around(page, region->page_count, around);
     region->read_ahead.read_around(page, block.first, block.count);
     queue_read_around(region, page, block);
     return;
@@ -248,7 +248,7 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 
-void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, const ReadAround::Block& block) {
+void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, const PageBlock& block) {
   const std::uint64_t run = region->read_ahead.run_pages();
   const std::size_t queued = speculative_.size();
   // After the fault first, then before it: a scan that starts here more likely goes on forward.

@@ -134,7 +134,6 @@ class PagerImpl {
     const std::uint64_t run_pages = memory_.run_pages(page);
     regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, memory_.units_of(page), std::move(store),
                                           writable, track_writes, ReadAheadStreams::for_region(config_, page, run_pages),
-                                          ReadAround(std::max<std::uint64_t>(config_.read_around / page, 1), page),
                                           std::move(kept)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" +

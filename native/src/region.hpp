@@ -9,7 +9,6 @@
 #include "autopager/store.hpp"
 #include "kept_memory.hpp"
 #include "read_ahead.hpp"
-#include "read_around.hpp"
 
 namespace autopager {
 
@@ -34,7 +33,7 @@ struct Region : std::enable_shared_from_this<Region> {
   // `units`: what one of its pages takes of the buffer (PageMemory::units_of).
   Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::uint64_t units,
          std::shared_ptr<Store> store, bool writable, bool track_writes, ReadAheadStreams read_ahead,
-         ReadAround read_around, std::unique_ptr<KeptMemory> kept = nullptr)
+         std::unique_ptr<KeptMemory> kept = nullptr)
       : id(id),
         base(base),
         length(length),
@@ -45,7 +44,6 @@ struct Region : std::enable_shared_from_this<Region> {
         writable(writable),
         track_writes(track_writes),
         read_ahead(read_ahead),
-        read_around(read_around),
         kept(std::move(kept)),
         own_states(this->kept ? nullptr : new std::atomic<std::uint8_t>[page_count]()),
         states(this->kept ? this->kept->states() : own_states.get()),
@@ -62,7 +60,6 @@ struct Region : std::enable_shared_from_this<Region> {
   const bool track_writes;         // pages are installed write-protected and made writable on first write
   std::atomic<bool> closing{false};
   ReadAheadStreams read_ahead;     // guarded by the filler pool's lock
-  ReadAround read_around;          // guarded by the filler pool's lock
   // The page memory and states of a region whose writes outlive the process (shared with the keeper);
   // null for anonymous page memory and states of the region's own.
   const std::unique_ptr<KeptMemory> kept;
