@@ -38,7 +38,9 @@ HELP = f"""{USAGE}
 Runs COMMAND with its file mappings served by the pager (the preload library in LD_PRELOAD).
 KEY is a paging parameter ({', '.join(PARAMETERS)}; sizes as 64KiB),
 min_size (files smaller than this are left to the kernel), paths (fnmatch patterns separated by ':'),
-print_stats=1, profile=NAME (a saved profile's parameters; profile_dir=DIR), or a UMAP_* variable.
+heap=DIR (large anonymous memory, malloc's big blocks, served from scratch files in DIR; on: $TMPDIR),
+heap_min (smaller anonymous memory is the kernel's; 32MiB), print_stats=1, profile=NAME (a saved profile's
+parameters; profile_dir=DIR), or a UMAP_* variable.
 Every setting is checked as the pager checks it before COMMAND starts (status 2 when one is refused)."""
 
 

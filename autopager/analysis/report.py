@@ -6,7 +6,7 @@ Ax's model took over from its Sobol initialization, and the spread of a trial's 
 the trials' main effects) and, when the study measured it (``baseline.mmap=true``), ``mmap.png`` (the defaults
 and the best trial against the kernel's mmap with the same memory) and, for a study of time against memory
 (``objective=metric_and_memory``), ``memory.png`` (each trial's figure against its memory, the Pareto front and the
-point ``select`` chose) with the front as a table. The default output directory is
+point ``select`` chose) with the front as a table and the chosen point's confirmation against the fastest's. The default output directory is
 ``STUDY_DIR/report``. The notebook (notebooks/study_analysis.ipynb) draws the same figures with these functions.
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from autopager.analysis.result import StudyResult, ax_importance, load_study, tr
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size, show, show_params
 from autopager.run.goal import Goal
+from autopager.tuner.front_confirmation import against_fastest
 from autopager.tuner.memory_front import METRIC_AND_MEMORY, Objective, front, front_lines, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.study_directory import TABLE
@@ -155,8 +156,13 @@ def time_against_memory(study: StudyResult, out: Path) -> list[str]:
     fig.savefig(out / MEMORY_PLOT, dpi=110)
     plt.close(fig)
     table_lines = front_lines(points, chosen, study.metric)
+    compared = against_fastest(rows, objective, goal, study.confirm_rounds)
+    confirmed = ([] if not study.confirm_rounds else
+                 [f"The chosen point against the fastest, both confirmed in the same interleaved rounds: "
+                  f"{compared.line(study.metric)}.", ""] if compared is not None else
+                 ["The confirmation did not run the chosen point and the fastest both in every round.", ""])
     return ["## Time against memory", "", f"The Pareto front: {len(points)} trials (* the one chosen, "
-            f"{objective.selection.describe()}).", "", "```", *table_lines, "```", "",
+            f"{objective.selection.describe()}).", "", "```", *table_lines, "```", "", *confirmed,
             f"![time against memory]({MEMORY_PLOT})", ""]
 
 

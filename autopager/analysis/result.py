@@ -35,6 +35,7 @@ from autopager.run.memory_limit import pager_memory
 from autopager.run.workloads import Workload
 from autopager.tuner.confirmation import outcome, recorded_candidates
 from autopager.tuner.measuring import defaults_runs, measured_defaults
+from autopager.tuner.memory_front import Objective
 from autopager.tuner.strategies.ax import LOW_SHARE, MODEL, STATE, quiet_ax
 from autopager.tuner.study_directory import CONFIG, TABLE
 from autopager.tuner.table import read_text, read_trials
@@ -72,6 +73,15 @@ class StudyResult:
 
     def rows_of(self, *kinds: Kind) -> pd.DataFrame:
         return self.table[self.table.kind.isin([kind.value for kind in kinds])]
+
+    @property
+    def confirm_rounds(self) -> int:
+        return int((self.config.get("confirm") or {}).get("rounds", 0))
+
+    @property
+    def objective(self) -> Objective:
+        """What the study optimized (its space was checked when it ran)."""
+        return Objective.from_config(self.config, ["buffer_size"])
 
     @property
     def workload(self) -> dict[str, Any]:
@@ -150,15 +160,16 @@ class StudyResult:
 
     def confirmed(self) -> dict[str, Any] | None:
         """The tuner's confirmation as recorded (rows of kind ``confirm``), its winner chosen as the tuner chooses it
-        (autopager.tuner.confirmation.outcome): the speedup is the winner's median over the defaults' confirmation runs,
+        (autopager.tuner.confirmation.outcome; for time against memory the chosen point): the speedup is the winner's median over the defaults' confirmation runs,
         with the spread of the per-round ratios. None when the study has no complete confirmation."""
         reference = measured_defaults(self.recorded)
         if reference is None:
             return None
         candidates = recorded_candidates(self.recorded)
         defaults = candidates.pop(reference.number, None)
-        rounds, goal = int((self.config.get("confirm") or {}).get("rounds", 0)), Goal.parse(self.goal)
-        winner, speedup_, spread = outcome(goal, defaults, candidates.values(), rounds)
+        rounds, goal = self.confirm_rounds, Goal.parse(self.goal)
+        named = self.objective.confirmed_winner(self.recorded, goal)
+        winner, speedup_, spread = outcome(goal, defaults, candidates.values(), rounds, named)
         if winner is None or speedup_ is None or spread is None:
             return None
         return {"trial": winner.trial, "values": winner.values, "value": winner.median,
@@ -169,7 +180,7 @@ class StudyResult:
         """Why a search study has no confirmed figure, in plain words: cut short (a timeout, Ctrl-C, a session that
         ended) before or during its confirmation, or a confirmation that found none. None when it has one, or is
         not to be confirmed (the ``default`` strategy, or confirm.rounds=0). Running the study again resumes it."""
-        rounds = int((self.config.get("confirm") or {}).get("rounds", 0))
+        rounds = self.confirm_rounds
         if self.strategy == "default" or rounds == 0 or self.confirmed() is not None:
             return None
         searched = self.of_kind(Kind.SEARCH)

@@ -23,7 +23,8 @@ from autopager.analysis.result import load_study
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
-from autopager.tuner.memory_front import Objective, front, memory_bytes
+from autopager.tuner.front_confirmation import against_fastest
+from autopager.tuner.memory_front import front, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
 from autopager.tuner.table import write_atomically
@@ -38,16 +39,18 @@ def number(value: Any) -> float | None:
 
 
 def memory_section(study) -> dict[str, Any] | None:
-    """For a study of time against memory: the Pareto front (least memory first) and the point ``select`` chose."""
-    config = study.config
-    objective = Objective.from_config(config, ["buffer_size"])  # a study that ran: its space was checked
+    """For a study of time against memory: the Pareto front (least memory first), the point ``select`` chose, and
+    the chosen point's confirmation against the fastest's (autopager.tuner.front_confirmation; null if not run)."""
+    objective = study.objective
     if not objective.weighs_memory:
         return None
     goal = Goal.parse(study.goal)
     chosen = objective.chosen(study.recorded, goal, None)
+    compared = against_fastest(study.recorded, objective, goal, study.confirm_rounds)
     return {"front": [{"trial": point.number, "value": point.value, "memory_bytes": memory_bytes(point)}
                       for point in front(study.recorded, goal)],
-            "chosen": None if chosen is None else chosen.number}
+            "chosen": None if chosen is None else chosen.number,
+            "against_fastest": None if compared is None else compared.as_json()}
 
 
 def summarize(study, state: str, budget: int | None = None, stopped: str | None = None) -> dict[str, Any]:

@@ -4,7 +4,8 @@ the order turned by one each round. The runs go through the study's trial pool i
 at once: with several workers a round's runs and the next rounds' run side by side on whichever nodes are free
 (each run's node is in the table, and the summary names the nodes compared); with one worker the rounds run one
 after the other as before. The k-th runs of the defaults and of the winner make the k-th round's ratio. The winner is the candidate with the best median over its confirmation runs
-alone (the search's runs chose it, so they flatter it); the confirmed speedup is the ratio of the defaults' median
+alone (the search's runs chose it, so they flatter it), or the one the objective names (time against memory: the
+chosen point of the front, confirmed beside the front's fastest; autopager.tuner.memory_front); the confirmed speedup is the ratio of the defaults' median
 to the winner's, with the spread of the per-round ratios. An existing profile is replaced only by a winner better
 than the profile's own confirmed median by more than the noise band. Rows of kind ``confirm`` name the trial they
 confirm (``confirms``); a resumed study counts the confirmation runs it already has.
@@ -15,7 +16,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Hashable, Iterable, Optional
+from typing import Hashable, Iterable
 
 from autopager.machine import this_machine
 from autopager.profiles import ProfileError, at_other_buffers, profile_path, read_profile
@@ -24,6 +25,7 @@ from autopager.run.rounds import in_turn
 from autopager.run.settings import StudySettings
 from autopager.tuner.in_flight import InFlight
 from autopager.tuner.measuring import NOISE_BAND, Proposal, relative_noise
+from autopager.tuner.memory_front import Objective
 from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Scheduler
 from autopager.tuner.space import Params, Space
@@ -77,13 +79,18 @@ def completed(candidates: Iterable[Candidate], rounds: int) -> list[Candidate]:
     return [c for c in candidates if not c.failed and len(c.values) >= rounds]
 
 
-def outcome(goal: Goal, defaults: Candidate | None, candidates: Iterable[Candidate],
-            rounds: int) -> tuple[Candidate | None, float | None, tuple[float, float] | None]:
-    """Which candidate won the confirmation (of those completed, the best median over its confirmation runs), and
-    its confirmed speedup over the defaults with the spread of the per-round ratios (None without the defaults'
-    runs, or if one of them failed)."""
+def outcome(goal: Goal, defaults: Candidate | None, candidates: Iterable[Candidate], rounds: int,
+            named: int | None = None) -> tuple[Candidate | None, float | None, tuple[float, float] | None]:
+    """Which candidate won the confirmation (of those completed, the best median over its confirmation runs; or the
+    one confirming trial ``named``, the defaults' included, where the objective names it), and its confirmed speedup
+    over the defaults with the spread of the per-round ratios (None without the defaults' runs, or if one of them
+    failed)."""
     complete = completed(candidates, rounds)
-    winner = goal.best(complete, key=lambda c: c.median) if complete else None
+    if named is None:
+        winner = goal.best(complete, key=lambda c: c.median) if complete else None
+    else:
+        everyone = complete + completed([] if defaults is None else [defaults], rounds)
+        winner = next((c for c in everyone if c.trial == named), None)
     if winner is None or defaults is None or not defaults.values or defaults.failed:
         return winner, None, None
     speedup, spread = confirmed_speedup(goal, winner.values, defaults.values)
@@ -111,16 +118,14 @@ def recorded_candidates(trials: Iterable[Trial]) -> dict[Hashable, Candidate]:
     return found
 
 
-Pick = Callable[[list[Trial]], Optional[list[Trial]]]  # the search trials to confirm, or None
-
-
 class Confirmation:
     def __init__(self, scheduler: Scheduler, space: Space, settings: StudySettings, progress: Progress,
-                 profile_dir: Path | None, default: Trial, pick: Pick | None = None):
-        """``profile_dir``: where the profile the study would replace is (None: the study saves none); ``pick``: the
-        candidates an objective other than the metric alone chooses (autopager.tuner.memory_front), then confirmed
-        without the saved profile's parameters."""
-        self.pick = pick
+                 profile_dir: Path | None, default: Trial, objective: Objective = Objective()):
+        """``profile_dir``: where the profile the study would replace is (None: the study saves none); ``objective``:
+        an objective other than the metric alone chooses the candidates and the winner (autopager.tuner.memory_front),
+        then confirmed without the saved profile's parameters."""
+        self.objective = objective
+        self.named: int | None = None  # the trial the objective names as the winner, read with the candidates
         self.scheduler, self.trials, self.space, self.settings = scheduler, scheduler.trials, space, settings
         self.progress, self.profile_dir, self.default = progress, profile_dir, default
         self.workload, self.baseline = self.trials.workload, space.defaults
@@ -130,7 +135,9 @@ class Confirmation:
     def candidates(self) -> list[Candidate]:
         goal = self.workload.goal
         searched = [trial for trial in self.trials.ok_rows(Kind.SEARCH) if key(trial.params) != key(self.baseline)]
-        picked = self.pick(searched) if self.pick is not None else None
+        rows = self.trials.rows
+        picked = self.objective.candidates(searched, rows, goal, self.settings.confirm.candidates)
+        self.named = self.objective.confirmed_winner(rows, goal)
         top = picked if picked is not None else sorted(
             searched, key=lambda trial: goal.loss(trial.value))[:self.settings.confirm.candidates]
         chosen = [Candidate(f"trial {trial.number}", dict(trial.params), trial.number) for trial in top]
@@ -227,7 +234,7 @@ class Confirmation:
         complete = completed(candidates, self.rounds)
         noises = [n for n in (relative_noise(c.values) for c in [defaults, *complete]) if n is not None]
         noise = math.sqrt(statistics.fmean([n * n for n in noises])) if noises else self.trials.noise()
-        winner, speedup, spread = outcome(goal, defaults, candidates, self.rounds)
+        winner, speedup, spread = outcome(goal, defaults, candidates, self.rounds, self.named)
         saved = self.saved
         profile = None if saved is None else next(
             (c for c in [defaults, *candidates] if key(c.params) == key(saved)), None)

@@ -10,7 +10,9 @@ what the program holds beside the pager (its own arrays) is the same in every tr
 
 The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better
 in both, better in one); ``smallest_within:P%`` chooses the least memory whose figure is within P% of the front's
-best, ``fastest_within:SIZE`` the best figure within SIZE of memory.
+best, ``fastest_within:SIZE`` the best figure within SIZE of memory. The confirmation runs the chosen point and the
+front's fastest in the same interleaved rounds, with the defaults (autopager.tuner.front_confirmation); its result
+is the chosen point's, however the fastest fares.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Any, Iterable, Mapping
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
+from autopager.tuner.measuring import measured_defaults
 from autopager.tuner.trial import Kind, Status, Trial
 
 METRIC, METRIC_AND_MEMORY = "metric", "metric_and_memory"  # objective=
@@ -47,6 +50,13 @@ def front(rows: Iterable[Trial], goal: Goal) -> list[Trial]:
     for row in sorted(kept, key=lambda row: (memory_bytes(row), goal.loss(row.value), row.number)):
         unique.setdefault((memory_bytes(row), row.value), row)  # equal points: the first trial stands for them
     return list(unique.values())
+
+
+def confirmed_as(row: Trial, rows: list[Trial]) -> int:
+    """The trial the confirmation runs of a front's point name (``confirms``): the point itself, or for a run of the
+    defaults the defaults' first trial, whose point the confirmation's defaults' runs measure."""
+    reference = measured_defaults(rows)
+    return reference.number if row.kind is Kind.DEFAULT and reference is not None else row.number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,15 +165,31 @@ class Objective:
                   if row.kind in (Kind.DEFAULT, Kind.SEARCH) and row.status is Status.OK]
         return goal.best(within, key=lambda row: row.value) if within else None
 
+    def fastest(self, rows: list[Trial], goal: Goal) -> Trial | None:
+        """Time against memory: the front's point of the best figure (None: no front, or the metric alone)."""
+        points = front(rows, goal) if self.weighs_memory else []
+        return goal.best(points, key=lambda row: row.value) if points else None
+
     def candidates(self, searched: list[Trial], rows: list[Trial], goal: Goal,
                    count: int) -> list[Trial] | None:
-        """The search trials to confirm, when the objective chooses them (None: the best ``count``, as always)."""
+        """The search trials to confirm, when the objective chooses them (None: the best ``count``, as always): for
+        time against memory the chosen point and the front's fastest (those of them that are search trials: the
+        defaults run in every round anyway), none if no point is chosen."""
         if self.weighs_memory:
             chosen = self.chosen(rows, goal, None)
-            return [row for row in searched if row is chosen]
+            if chosen is None:
+                return []
+            fastest = self.fastest(rows, goal)
+            return [row for row in searched if row.number in (chosen.number, fastest.number)]
         if self.limit is not None:
             return sorted(within_memory(searched, self.limit), key=lambda row: goal.loss(row.value))[:count]
         return None
+
+    def confirmed_winner(self, rows: list[Trial], goal: Goal) -> int | None:
+        """The trial whose confirmation is the study's result where the objective names it (time against memory: the
+        chosen point, as ``confirms`` names it), else None: the candidate with the best median."""
+        chosen = self.chosen(rows, goal, None) if self.weighs_memory else None
+        return None if chosen is None else confirmed_as(chosen, rows)
 
     def summary(self, rows: list[Trial], goal: Goal, metric: str) -> tuple[list[tuple[str, str]], list[str]]:
         """The summary's lines (label, text) and, for time against memory, the front as a table."""

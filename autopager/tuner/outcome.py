@@ -89,6 +89,8 @@ def save(record_of: RecordOf, directory: Path, goal: Goal, best: Trial, default:
         summary["profile"] = path
         return f"{'saved' if written else 'kept (it is better)'}: {path}"
     if not verdict.replace_profile:
+        if verdict.winner is not None and verdict.winner is verdict.defaults:
+            return "not saved: the chosen point is the defaults' own"
         if verdict.winner is None or verdict.speedup is None or verdict.speedup <= 1:
             return "not saved: no candidate beat the defaults in the confirmation"
         if verdict.profile is verdict.winner:

@@ -208,17 +208,20 @@ class Space:
             if self.feasible(params):
                 return params
 
-    def defaults_as_run(self) -> Params:
-        """The defaults as their run is recorded: a page size they leave to the pager is the one it chooses for the
-        buffer."""
-        if "page_size" in self.defaults:
-            return dict(self.defaults)
-        return {**self.defaults, "page_size": pager_page_size(self.defaults.get("buffer_size"))}
+    def defaults_as_run(self, buffer_size: int | None = None) -> Params:
+        """The defaults as their run is recorded (at ``buffer_size``, else at their own buffer): a page size they
+        leave to the pager is the one it chooses for the buffer."""
+        defaults = dict(self.defaults) if buffer_size is None else {**self.defaults, "buffer_size": buffer_size}
+        if "page_size" in defaults:
+            return defaults
+        return {**defaults, "page_size": pager_page_size(defaults.get("buffer_size"))}
 
-    def start(self) -> Params:
-        """The defaults moved into the space: the nearest sampled value of each searched parameter (for a page
-        size the defaults leave to the pager, the one it chooses for the buffer)."""
-        defaults = self.defaults_as_run() if "page_size" in self.dimensions else dict(self.defaults)
+    def start(self, buffer_size: int | None = None) -> Params:
+        """The defaults moved into the space (at ``buffer_size``, else at their own buffer): the nearest sampled value
+        of each searched parameter (for a page size the defaults leave to the pager, the one it chooses for the
+        buffer)."""
+        defaults = (self.defaults_as_run(buffer_size) if "page_size" in self.dimensions
+                    else {**self.defaults, **({} if buffer_size is None else {"buffer_size": buffer_size})})
         params = self.complete({n: d.nearest(defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
         if not self.feasible(params):
             pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]

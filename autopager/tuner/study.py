@@ -54,7 +54,10 @@ from autopager.run.runner import RESULT, Runner
 from autopager.run.settings import StudySettings
 from autopager.run.workloads import Workload
 from autopager.tuner import outcome
+from autopager.tuner.buffer_ladder import DEFAULT_RUNGS, LADDER, ladder, rung_count
 from autopager.tuner.confirmation import Confirmation, Verdict
+from autopager.tuner.first_points import FirstPoints
+from autopager.tuner.front_confirmation import summary_lines
 from autopager.tuner.in_flight import InFlight, InFlightRecord
 from autopager.tuner.launchers import launcher_settings, make_launcher
 from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise
@@ -72,7 +75,7 @@ from autopager.tuner.table import StudyTable, write_atomically
 from autopager.tuner.trial import Kind, Status, Trial
 from autopager.tuner.trial_pool import TrialPool
 from autopager.tuner.trials import MEASURED, Trials
-from autopager.tuner.warm_start import ORIGIN as WARM, WarmStarted, seeds as warm_seeds
+from autopager.tuner.warm_start import ORIGIN as WARM, seeds as warm_seeds
 
 WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 
@@ -115,6 +118,9 @@ class Study:
         self.plateau = plateau_trials(config.budget.get("plateau", PLATEAU_AUTO), self.strategy_name)
         self.warm_start = (warm_seeds(str(config.warm_start), self.space, self.workload.goal, self.workload.buffer_size,
                                       Path(config.profile_dir).expanduser()) if config.get("warm_start") else None)
+        rungs = rung_count(config.get("buffer_ladder", DEFAULT_RUNGS))
+        self.ladder_at = self.warm_start[0][0] if self.warm_start and self.warm_start[0] else None
+        self.ladder = ladder(self.space, rungs if self.objective.weighs_memory else 0, self.ladder_at)
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         launcher_settings(config.launcher)
@@ -147,8 +153,10 @@ class Study:
                     strategy = make_strategy(self.strategy_name, self.space, self.workload.goal,
                                              OmegaConf.to_container(self.config.strategy, resolve=True),
                                              self.settings.seed, self.objective.strategy_settings())  # set up (Ax: imported) while the defaults run
-                    if self.warm_start is not None:
-                        strategy = WarmStarted(strategy, *self.warm_start)
+                    warm, origin = self.warm_start or ([], "")
+                    first = [(point, origin) for point in warm] + [(point, LADDER) for point in self.ladder]
+                    if first:
+                        strategy = FirstPoints(strategy, first)
                     self.search = Search(strategy, self.strategy_name, self.scheduler, self.trials, self.space,
                                          self.settings, self.progress, self.report, self.shown_limit, self.plateau,
                                          caps_by_buffer=self.objective.weighs_memory)
@@ -209,6 +217,10 @@ class Study:
         if self.warm_start is not None:
             points, origin = self.warm_start
             self.progress.print(f"warm start: {len(points)} point(s) from {origin[len(WARM):]} measured first")
+        if self.ladder:
+            at = "the warm start's best" if self.ladder_at else "the defaults'"
+            self.progress.print(f"buffer ladder: {', '.join(format_size(point['buffer_size']) for point in self.ladder)}"
+                                f" measured first, at {at} other parameters")
         self.runner.prepare_or_fail(self.progress.print)
 
     def launch_defaults(self) -> InFlight | Trial | None:
@@ -284,9 +296,8 @@ class Study:
         if self.settings.confirm.rounds == 0:
             return None
         profile_dir = Path(self.config.profile_dir).expanduser() if self.config.study.save_profile else None
-        pick = functools.partial(self.objective.candidates, rows=self.table.rows, goal=self.workload.goal,
-                                 count=self.settings.confirm.candidates)
-        return Confirmation(self.scheduler, self.space, self.settings, self.progress, profile_dir, default, pick).run()
+        return Confirmation(self.scheduler, self.space, self.settings, self.progress, profile_dir, default,
+                            self.objective).run()
 
     def shown_limit(self, limit: int | None) -> int | None:
         """The last trial number of the search, as planned from its start so that it does not grow: trial numbers
@@ -353,7 +364,8 @@ class Study:
         answered = f", {reused} answered from an earlier trial" if reused else ""
         if self.search is not None and self.search.stopped is not None:
             lines.append(("stopped", self.search.stopped.line()))
-        objective_lines, front_table = self.objective.summary(self.table.rows, goal, metric)
+        objective_lines, front_table = summary_lines(self.objective, self.table.rows, goal, metric,
+                                                     self.settings.confirm.rounds)
         lines += objective_lines
         chosen = self.objective.chosen(self.table.rows, goal, best)
         lines += [("trials", f"{len(trials)} ({failed} failed, {capped} capped{answered})"),

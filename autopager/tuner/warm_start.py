@@ -9,11 +9,9 @@ nearest to the seed's, and every other parameter this study's own value. Seeds t
 
 The seeds are run here, as this study's first search trials (they count against its budget; the table's
 ``proposed_by`` is ``warm:<origin>``): the earlier study's figures are never taken for this study's, since they
-were measured at another size, another time or on another machine. Every strategy is told their outcomes as of
-any trial it did not propose (Ax attaches them as trials of its experiment, ahead of its own Sobol points); once
-they have all ended, the strategy starts from the best of them (``Strategy.start_from``: coordinate descent's
-first point; the grid skips them, measured already). The study measures and confirms against its defaults as
-any other.
+were measured at another size, another time or on another machine. They are proposed before the strategy's own
+points, and the strategy starts from the best of them (autopager.tuner.first_points). The study measures and
+confirms against its defaults as any other.
 """
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ from autopager.parameters import parse_size
 from autopager.profiles import ProfileError, find_profile, looks_like_path
 from autopager.run.goal import Goal
 from autopager.tuner.space import Params, Space
-from autopager.tuner.strategies.base import Key, Strategy, key
+from autopager.tuner.strategies.base import Key, key
 from autopager.tuner.study_directory import CONFIG, TABLE
 from autopager.tuner.table import StudyTable
 from autopager.tuner.trial import Kind, Status
@@ -101,56 +99,3 @@ def seeds(setting: str, space: Space, goal: Goal, buffer_size: int | None, profi
         if len(unique) == SEEDS:
             break
     return list(unique.values()), origin
-
-
-class WarmStarted(Strategy):
-    """A strategy that proposes the seeds first, then hands over to ``inner``, started from the best seed."""
-
-    def __init__(self, inner: Strategy, points: list[Params], origin: str):
-        super().__init__(inner.space, inner.goal, inner.settings, inner.seed, inner.objective)
-        self.inner, self.origin = inner, origin
-        self.points = list(points)
-        self.losses: dict[Key, float | None] = {}
-        self.asked: set[Key] = set()
-        self.started = False
-
-    @classmethod
-    def checked(cls, settings: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(settings)  # the inner strategy's, checked by it
-
-    def planned_trials(self) -> int | None:
-        return self.inner.planned_trials()
-
-    def save(self, directory: Path) -> None:
-        self.inner.save(directory)
-
-    def expect(self, params: Params | None) -> None:
-        self.inner.expect(params)
-
-    def modelled_best(self) -> tuple[Params, float, float | None] | None:
-        return self.inner.modelled_best()
-
-    def ask(self) -> Params | None:
-        for point in self.points:
-            if key(point) not in self.losses and key(point) not in self.asked:
-                self.asked.add(key(point))
-                self.proposed_by = self.origin
-                return point
-        if self.asked:
-            return None  # the strategy starts once every seed has ended
-        if not self.started:
-            measured = [(loss, point) for point in self.points
-                        if (loss := self.losses.get(key(point))) is not None]
-            if measured:
-                self.inner.start_from(min(measured, key=lambda pair: pair[0])[1])
-            self.started = True
-        params = self.inner.ask()
-        self.proposed_by = self.inner.proposed_by
-        return params
-
-    def tell(self, params: Params, value: float | None, sem: float | None = None,
-             proposed_by: str | None = None, memory: float | None = None) -> None:
-        if key(params) in self.asked or proposed_by == self.origin:
-            self.asked.discard(key(params))
-            self.losses[key(params)] = self.loss(value)
-        self.inner.tell(params, value, sem, proposed_by=proposed_by, memory=memory)

@@ -171,7 +171,8 @@ class PagerImpl {
     return nullptr;
   }
 
-  bool unmap(void* base, const std::function<bool()>* map_over = nullptr) {
+  bool unmap(void* base, const std::function<bool()>* map_over = nullptr,
+             Paging::DirtyPages dirty_pages = Paging::DirtyPages::kWriteBack) {
     if (inherited()) {
       errno = EINVAL;
       return false;
@@ -182,7 +183,7 @@ class PagerImpl {
       return false;
     }
     region->closing.store(true);
-    if (int err = paging_.release_region(*region); err != 0) {
+    if (int err = paging_.release_region(*region, dirty_pages); err != 0) {
       // Pages that could not be written stay, and so does the region, for the caller to try again
       // (and the exit to report). Faults that came while it was closing wait: wake them.
       paging_.reopen_region(*region);
@@ -477,6 +478,7 @@ int Pager::fetch_and_pin(void* address, std::size_t length) {
 }
 bool Pager::inherited() const { return impl_->inherited(); }
 bool Pager::unmap(void* base) { return impl_->unmap(base); }
+bool Pager::discard(void* base) { return impl_->unmap(base, nullptr, Paging::DirtyPages::kDiscard); }
 bool Pager::hand_over(void* base, const std::function<bool()>& map_over) { return impl_->unmap(base, &map_over); }
 int Pager::flush() {
   int err = impl_->flush_all();

@@ -607,7 +607,7 @@ std::uint64_t Paging::evict(std::uint64_t most) {
   return evicted + victims_dropped;
 }
 
-int Paging::release_region(Region& region) {
+int Paging::release_region(Region& region, DirtyPages dirty_pages) {
   int first_error = 0;
   Dropped released;  // dropped from memory only if the region stays (munmap does it otherwise)
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
@@ -631,8 +631,9 @@ int Paging::release_region(Region& region) {
     }
     if (!lock.owns_lock() || state == PageState::kAbsent || state == PageState::kVictim) continue;
     if (state != PageState::kPoisoned) {
-      int err = write_back_locked(region, page, KeepResident::kNo);
-      if (err != 0) {  // it stays, dirty
+      if (dirty_pages == DirtyPages::kDiscard) {
+        if (state == PageState::kDirty) stats_.dirty_pages.fetch_sub(1, std::memory_order_relaxed);
+      } else if (int err = write_back_locked(region, page, KeepResident::kNo); err != 0) {  // it stays, dirty
         if (first_error == 0) first_error = err;
         continue;
       }

@@ -98,10 +98,13 @@ class Paging {
   std::uint64_t evict(std::uint64_t most);
   // Frees room for a page: a victim of the buffer goes first, which costs no write-back and no wait.
   bool evict_one() { return drop_victims(1) > 0 || evict(1) > 0; }
-  // Releases every page of a closing region, writing dirty ones back. Returns 0, or the errno of a
-  // write-back that failed: then the pages that could not be written stay resident and dirty, every
-  // other page is released, and the region may be opened again (reopen_region) and retried.
-  int release_region(Region& region);
+  // What release_region does with a dirty page: writes it back, or drops it with the rest (a store whose
+  // contents die with the region: a heap mapping's).
+  enum class DirtyPages { kWriteBack, kDiscard };
+  // Releases every page of a closing region, writing dirty ones back (or dropping them). Returns 0, or the
+  // errno of a write-back that failed: then the pages that could not be written stay resident and dirty,
+  // every other page is released, and the region may be opened again (reopen_region) and retried.
+  int release_region(Region& region, DirtyPages dirty_pages = DirtyPages::kWriteBack);
   // Opens a region whose release failed: clears closing and queues its resident pages for eviction again
   // (evictors drop the entries of a closing region's pages they come upon).
   void reopen_region(Region& region);

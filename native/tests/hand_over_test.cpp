@@ -45,6 +45,7 @@ TEST(HandOver, AKernelMappingOfTheFileTakesTheRegionsPlace) {
   // a write lands in the kernel's mapping or is written back before it.
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> wrong{0};
+  std::atomic<std::uint64_t> passes{0};  // the writer's whole passes over the range
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
@@ -60,8 +61,10 @@ TEST(HandOver, AKernelMappingOfTheFileTakesTheRegionsPlace) {
   }
   threads.emplace_back([&] {
     IGNORE_ACCESSES_BEGIN();
-    while (!stop.load())
+    while (!stop.load()) {
       for (std::size_t p = 1; p < length / page; p += 3) base[p * page + 9] = static_cast<std::uint8_t>(p + 1);
+      ++passes;
+    }
     IGNORE_ACCESSES_END();
   });
 
@@ -71,7 +74,10 @@ TEST(HandOver, AKernelMappingOfTheFileTakesTheRegionsPlace) {
     if (mmap(base, span, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) != base) return false;
     return munmap(base + span, mapped - span) == 0;
   }));
+  // Whole passes of the writer on the kernel's mapping (on a loaded machine it may not have made one yet).
+  const std::uint64_t passes_at_hand_over = passes.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (passes.load() < passes_at_hand_over + 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   stop = true;
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0u);

@@ -11,6 +11,7 @@
 
 #include "fault_injection.hpp"
 #include "huge_pages.hpp"
+#include "umap/umap.h"
 
 namespace autopager {
 namespace {
@@ -304,6 +305,37 @@ TEST_F(InHugePages, AForkedChildHasNoMappingAndTheParentKeepsItsPages) {
   EXPECT_EQ(bytes[6], expected[6]);
   ASSERT_TRUE(mapped.pager.unmap(bytes));
   EXPECT_EQ(wrong_bytes(mapped.file.contents(), expected), 0u);
+}
+
+// The C API's default pager takes huge_pages from the environment (UMAP_HUGE_PAGES), in a child of its own: on maps
+// its regions in huge pages, and refuses (EINVAL) a page size that is no multiple of them.
+TEST_F(InHugePages, TheCApiMapsInHugePagesWhenTheEnvironmentSaysOn) {
+  const std::size_t page = 2 * kMiB;
+  const std::size_t size = 4 * page;
+  ScratchFile file(size, 12);
+  std::vector<std::uint8_t> expected = file.contents();
+  for (std::size_t i = 5; i < size; i += 4093) expected[i] = static_cast<std::uint8_t>(i * 7);
+  const int code = in_forked_child(60, [&] {
+    setenv("UMAP_HUGE_PAGES", "on", 1);
+    setenv("UMAP_PAGESIZE", std::to_string(page).c_str(), 1);
+    setenv("UMAP_BUFSIZE", "4", 1);
+    int fd = open(file.path().c_str(), O_RDWR);
+    auto* bytes = static_cast<std::uint8_t*>(umap(nullptr, size, PROT_READ | PROT_WRITE, UMAP_PRIVATE, fd, 0));
+    if (bytes == UMAP_FAILED) return 1;
+    if (kernel_page_size(bytes) != kHugePageSize) return 2;
+    for (std::size_t i = 5; i < size; i += 4093) bytes[i] = static_cast<std::uint8_t>(i * 7);
+    return uunmap(bytes, size) == 0 ? 0 : 3;
+  });
+  EXPECT_EQ(code, 0) << "1: umap failed, 2: not in huge pages, 3: uunmap failed";
+  EXPECT_EQ(wrong_bytes(file.contents(), expected), 0u);
+  const int refused = in_forked_child(60, [&] {
+    setenv("UMAP_HUGE_PAGES", "on", 1);
+    setenv("UMAP_PAGESIZE", "65536", 1);
+    int fd = open(file.path().c_str(), O_RDWR);
+    void* bytes = umap(nullptr, size, PROT_READ | PROT_WRITE, UMAP_PRIVATE, fd, 0);
+    return bytes == UMAP_FAILED && errno == EINVAL ? 0 : 1;
+  });
+  EXPECT_EQ(refused, 0);
 }
 
 TEST(HugePagesConfig, OnIsRefusedWhereItCannotBe) {

@@ -224,5 +224,35 @@ TEST(Writes, AWriteFaultOnAMissingPageInstallsItWritable) {
   EXPECT_EQ(file.contents()[page + 1], 0xAB);
 }
 
+// A discarded region's dirty pages never reach its store (resident ones nor those an evictor has in hand), its
+// slots come back, and the pager serves the next region as before.
+TEST(Writes, ADiscardedRegionWritesNothingAndGivesItsSlotsBack) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = 64;
+  ScratchFile file(pages * page, 13);
+  const std::vector<std::uint8_t> original = file.contents();
+  for (const std::uint64_t buffer : {2 * pages, pages / 4}) {  // every page resident; most of them evicted first
+    Pager pager(small_config(page, buffer));
+    auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+    for (std::uint64_t p = 0; p < pages; ++p) std::memset(bytes + p * page, 0x5A, page);
+    const Stats written = pager.stats();
+    EXPECT_GT(written.dirty_pages, 0u);
+    ASSERT_TRUE(pager.discard(bytes));
+    const Stats after = pager.stats();
+    EXPECT_EQ(after.resident_pages, 0u);
+    EXPECT_EQ(after.dirty_pages, 0u);
+    EXPECT_EQ(after.write_backs, written.write_backs) << "nothing written at the discard";
+    if (buffer > pages) EXPECT_EQ(file.contents(), original) << "the file as it was";
+    auto* again = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
+    std::vector<std::uint8_t> seen(again, again + pages * page);
+    EXPECT_EQ(seen, file.contents());
+    ASSERT_TRUE(pager.unmap(again));
+    errno = 0;
+    EXPECT_FALSE(pager.discard(again));
+    EXPECT_EQ(errno, EINVAL);
+  }
+}
+
 }  // namespace
 }  // namespace autopager

@@ -7,9 +7,11 @@ built by CMake (build/native/tests, or $AUTOPAGER_HEAP_PROGRAM).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -36,12 +38,12 @@ def heap_program_built(built):
         pytest.fail(f"{HEAP_PROGRAM} is missing: cmake --build build --target heap_program")
 
 
-def run(argv, heap: Path | None, settings=SETTINGS, preexec_fn=None) -> subprocess.CompletedProcess:
+def run(argv, heap: Path | None, settings=SETTINGS, preexec_fn=None, input=None) -> subprocess.CompletedProcess:
     """`argv` as is, or under `autopager exec heap=HEAP`; it must succeed."""
     if heap is not None:
         argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={heap}", *settings, "--", *map(str, argv)]
     proc = subprocess.run(list(map(str, argv)), env=environment(), capture_output=True, text=True, timeout=300,
-                          preexec_fn=preexec_fn)
+                          preexec_fn=preexec_fn, input=input)
     assert proc.returncode == 0, f"{argv} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -53,18 +55,103 @@ def heap_summary(stderr: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+def pager_stats(stderr: str) -> dict:
+    """The pager's statistics the preload printed at exit (print_stats=1)."""
+    match = re.search(r"^autopager stats: (\{.*\})$", stderr, re.MULTILINE)
+    assert match, f"no statistics in:\n{stderr}"
+    return json.loads(match.group(1))
+
+
+STEPS = ["malloc", "realloc-kept", "realloc-grown", "realloc-from-small", "fork-child-reads", "fork-child-wrote",
+         "fork-parent-after-child-wrote", "fork-parent-writes", "calloc", "realloc-after-fork", "madvise-dontneed",
+         "madvise-dontneed-written", "madvise-free", "madvise-free-outside-below", "madvise-free-outside-above",
+         "madvise-free-written", "mprotect-read-only", "mprotect-writable-again", "munmap-part-below",
+         "munmap-part-above", "mremap-grown", "munmap-whole", "below-threshold"]
+
+
 def test_the_heap_program_reads_the_same_bytes_with_its_heap_on_the_pager(tmp_path):
     kernel = run([HEAP_PROGRAM, "steps", 24], heap=None)
     served = run([HEAP_PROGRAM, "steps", 24], heap=tmp_path)
     assert served.stdout.splitlines() == kernel.stdout.splitlines(), served.stderr
-    assert [line.split()[0] for line in served.stdout.splitlines()] == [
-        "malloc", "fork-child-reads", "fork-parent-after-child-wrote", "calloc", "realloc-kept", "realloc-grown",
-        "madvise-dontneed", "mprotect-read-only", "munmap-part-below", "munmap-part-above", "mremap-grown", "munmap-whole"]
-    # malloc's block (handed to the kernel at fork), calloc's, realloc's new one, the three mmaps (the first
-    # handed to the kernel at madvise, the second at mremap)
-    assert heap_summary(served.stderr) == (6, 0), served.stderr
-    assert re.search(r"handed 3 to the kernel", served.stderr), served.stderr
+    assert [line.split()[0] for line in served.stdout.splitlines()] == STEPS
+    assert "madvise-free pages-neither-as-they-were-nor-zeros 0" in served.stdout
+    # Served: malloc's block, realloc's two (grown from a served block and from a glibc one), calloc's, the block
+    # realloc made from the kernel's after fork, and the six mmaps (not the one below heap_min). Handed to the
+    # kernel with their written pages: the block at fork, and the mmaps at MADV_DONTNEED, MADV_FREE, mprotect,
+    # the partial munmap and mremap; each was served until that call.
+    assert heap_summary(served.stderr) == (11, 0), served.stderr
+    assert re.search(r"handed 6 to the kernel", served.stderr), served.stderr
+    stats = pager_stats(served.stderr)
+    assert stats["evictions"] > 0 and stats["write_backs"] > 0, "blocks larger than the buffer went to disk and back"
+    assert stats["resident_pages"] == 0 and stats["dirty_pages"] == 0
     assert not list(tmp_path.iterdir()), "the scratch files are unlinked"
+
+
+@pytest.mark.parametrize("how", ["drop", "drop-at-exit"])
+def test_a_block_freed_or_left_to_the_exit_is_dropped_without_writing_it_anywhere(tmp_path, how):
+    settings = ["page_size=64KiB", "buffer_size=16MiB", "heap_min=1MiB", "print_stats=1"]
+    kernel = run([HEAP_PROGRAM, how, 8], heap=None)
+    served = run([HEAP_PROGRAM, how, 8], heap=tmp_path, settings=settings)
+    assert served.stdout == kernel.stdout, served.stderr
+    assert heap_summary(served.stderr) == (1, 0), served.stderr
+    stats = pager_stats(served.stderr)  # at the exit
+    assert stats["fills"] > 0 and stats["evictions"] == 0, "every page written stayed in the buffer"
+    assert stats["write_backs"] == 0 and stats["bytes_written"] == 0, stats
+    if how == "drop":
+        assert stats["resident_pages"] == 0 and stats["dirty_pages"] == 0, stats
+    else:  # resident and dirty at the exit, and dropped with the process
+        assert stats["dirty_pages"] == stats["resident_pages"] > 0, stats
+
+
+def scratch_files(pid: int) -> list[str]:
+    """The files process `pid` has open that were unlinked."""
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.endswith(" (deleted)"):
+                found.append(target)
+    return found
+
+
+def run_held(argv, env, look):
+    """Runs `heap_program hold` (`argv`) until it has written its block, calls look(its pid), then lets it end;
+    returns its output, its errors and what look returned. It must succeed."""
+    proc = subprocess.Popen(list(map(str, argv)), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        seen = look(proc.pid)
+        out, err = proc.communicate("", timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    return first + out, err, seen
+
+
+@pytest.mark.parametrize("how", ["heap=DIR", "heap=on", "UMAP_PRELOAD_HEAP=on"])
+def test_the_scratch_files_are_unlinked_files_in_the_heaps_directory(tmp_path, how):
+    directory = tmp_path / "heap"
+    directory.mkdir()
+    env = environment()
+    if how == "heap=DIR":
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={directory}", *SETTINGS, "--"]
+    elif how == "heap=on":  # exec names $TMPDIR
+        argv = [sys.executable, "-m", "autopager.cli.main", "exec", "heap=on", *SETTINGS, "--"]
+        env["TMPDIR"] = str(directory)
+    else:  # the preload alone takes $TMPDIR
+        argv = []
+        env.update({"LD_PRELOAD": str(preload_library()), "UMAP_PRELOAD_HEAP": "on", "TMPDIR": str(directory),
+                    "UMAP_PRELOAD_HEAP_MIN": str(16 << 20), "UMAP_PRINT_STATS": "1"})
+    kernel = run([HEAP_PROGRAM, "hold", 24], heap=None, input="")
+    out, err, (held, listed) = run_held([*argv, HEAP_PROGRAM, "hold", 24], env, lambda pid: (
+        scratch_files(pid), sorted(path.name for path in directory.iterdir())))
+    assert out == kernel.stdout, err
+    assert heap_summary(err) == (1, 0), err
+    assert held and all(target.startswith(f"{directory.resolve()}/") for target in held), held
+    assert listed == [], "nothing in the directory has a name"
 
 
 def test_no_room_in_the_heap_directory_leaves_the_mappings_to_the_kernel(tmp_path):
@@ -73,7 +160,7 @@ def test_no_room_in_the_heap_directory_leaves_the_mappings_to_the_kernel(tmp_pat
         served = run([HEAP_PROGRAM, "steps", 24], heap=fs.directory)
     assert served.stdout == kernel.stdout
     assert "has no room for" in served.stderr
-    assert heap_summary(served.stderr) == (0, 6), served.stderr
+    assert heap_summary(served.stderr) == (0, 11), served.stderr
 
 
 def test_a_heap_four_times_the_memory_cgroup_finishes_with_the_same_bytes(tmp_path):
@@ -94,6 +181,7 @@ def test_a_heap_four_times_the_memory_cgroup_finishes_with_the_same_bytes(tmp_pa
 
 
 NUMPY_SCRIPT = textwrap.dedent("""
+    import hashlib
     import numpy as np
     rng = np.random.default_rng(5)
     arrays = [np.zeros(4 << 20, dtype=np.float64) for _ in range(3)]   # 32 MiB each: malloc's mmap'd blocks
@@ -101,16 +189,33 @@ NUMPY_SCRIPT = textwrap.dedent("""
         at = rng.integers(0, a.size, 20000)
         np.add.at(a, at, rng.random(at.size))
     grown = np.concatenate(arrays)
-    print("sums", [float(a.sum()) for a in arrays], float(grown.sum()), float(grown[::4097].sum()))
+    grown.resize(grown.size * 2, refcheck=False)  # realloc: the second half zeros
+    grown[grown.size // 2::4097] = 1.5
+    for array in (*arrays, grown):
+        print(hashlib.sha256(array.data).hexdigest())  # every byte
 """)
 
 
-def test_a_numpy_program_computes_the_same_with_its_arrays_on_the_pager(tmp_path):
+def test_a_numpy_program_has_the_same_bytes_in_its_arrays_on_the_pager(tmp_path):
     argv = [sys.executable, "-c", NUMPY_SCRIPT]
     kernel = run(argv, heap=None)
     served = run(argv, heap=tmp_path)
     assert served.stdout == kernel.stdout, served.stderr
-    assert heap_summary(served.stderr)[0] >= 4, served.stderr
+    assert len(served.stdout.splitlines()) == 4
+    assert heap_summary(served.stderr)[0] >= 5, served.stderr  # the arrays, the concatenation, its growth
+
+
+def test_exec_serves_the_heap_with_a_profiles_parameters(tmp_path):
+    profile = tmp_path / "heap-demo.yaml"
+    profile.write_text("workload: demo\nparams:\n  page_size: 128KiB\n  buffer_size: 8MiB\n"
+                       "searched: [page_size, buffer_size]\n")
+    kernel = run([HEAP_PROGRAM, "big", 32], heap=None)
+    served = run([HEAP_PROGRAM, "big", 32], heap=tmp_path,
+                 settings=[f"profile={profile}", "heap_min=16MiB", "print_stats=1"])
+    assert served.stdout == kernel.stdout, served.stderr
+    assert heap_summary(served.stderr) == (1, 0), served.stderr
+    stats = pager_stats(served.stderr)
+    assert stats["page_size"] == 128 << 10 and stats["peak_resident_pages"] <= 64, stats
 
 
 def test_exec_heap_settings_become_the_preloads_variables(tmp_path):
@@ -147,19 +252,32 @@ def test_a_heap_workload_runs_under_the_preload_with_its_heap(tmp_path):
         Workload.from_config({**config, "heap": str(tmp_path / "missing")}, str(tmp_path / "data")).check()
 
 
-def test_a_scratch_disk_filled_after_the_mapping_never_gives_wrong_bytes(tmp_path):
+def test_a_scratch_disk_filled_after_the_mapping_is_sigbus_at_the_fault_that_finds_no_room(tmp_path):
     with small_tmpfs(tmp_path / "kernel", 32 << 20) as fs:
         kernel = run([HEAP_PROGRAM, "fill-disk", 24, fs.directory], heap=None)
+    assert kernel.stdout.startswith("fill-disk ")
     with small_tmpfs(tmp_path / "small", 32 << 20) as fs:
         argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={fs.directory}", *SETTINGS, "--",
                 str(HEAP_PROGRAM), "fill-disk", "24", str(fs.directory)]
         served = subprocess.run(argv, env=environment(), capture_output=True, text=True, timeout=300)
-    # Its write-backs find no room: the program ends with SIGBUS at a fault that has no page to take,
-    # or (a store that keeps what it cannot write in memory) finishes: never with other bytes.
-    if served.returncode == 0:
-        assert served.stdout == kernel.stdout, served.stderr
-        assert heap_summary(served.stderr) == (1, 0), served.stderr
-    else:
-        assert served.returncode == -7, served.stderr
-        assert served.stdout == "", served.stdout
-        assert "No space left on device" in served.stderr and "the faulting thread gets SIGBUS" in served.stderr
+    # Its block's pages cannot go to the full disk, nor beyond the 8 MiB buffer: once every resident page is dirty,
+    # the next fault is SIGBUS, before the program has read (or printed) anything.
+    assert served.returncode == -signal.SIGBUS, served.stderr
+    assert served.stdout == "", served.stdout
+    assert "No space left on device" in served.stderr, served.stderr
+    assert re.search(r"cannot be served: no room in the buffer: every resident page is dirty .*the faulting thread "
+                     r"gets SIGBUS", served.stderr), served.stderr
+
+
+def test_a_fork_with_the_scratch_disk_full_gives_the_child_every_byte(tmp_path):
+    with small_tmpfs(tmp_path / "kernel", 32 << 20) as fs:
+        kernel = run([HEAP_PROGRAM, "fill-disk-fork", 24, fs.directory], heap=None)
+    with small_tmpfs(tmp_path / "small", 32 << 20) as fs:
+        served = run([HEAP_PROGRAM, "fill-disk-fork", 24, fs.directory], heap=fs.directory)
+    assert served.stdout == kernel.stdout, served.stderr
+    assert [line.split()[0] for line in served.stdout.splitlines()] == [
+        "fill-disk-second-half", "fill-disk-before-fork", "fill-disk-fork-child-reads", "fill-disk-fork-parent-writes"]
+    # Pages written after the disk filled could not be evicted; at fork they went into the kernel's memory.
+    assert pager_stats(served.stderr)["write_errors"] > 0, served.stderr
+    assert heap_summary(served.stderr) == (1, 0), served.stderr
+    assert re.search(r"handed 1 to the kernel", served.stderr), served.stderr

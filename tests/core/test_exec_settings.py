@@ -40,5 +40,6 @@ def test_good_settings_run_the_program(tuner_home):
 @pytest.mark.parametrize("flag", ["--help", "-h"])
 def test_exec_help_is_execs_help(flag):
     code, out, err = autopager("exec", flag)
-    assert code == 0 and out.startswith("usage: autopager exec [KEY=VALUE ...]") and "page_size" in out, out + err
+    assert code == 0 and out.startswith("usage: autopager exec [KEY=VALUE ...]"), out + err
+    assert "page_size" in out and "heap=DIR" in out and "heap_min" in out, out
     assert "cannot run" not in err, err

@@ -6,6 +6,7 @@ afterwards; it skips, saying why, only where the kernel gives none.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,9 @@ import pytest
 
 import autopager
 from autopager.parameters import check_value
-from tests.core.test_exec import built  # noqa: F401 (the preload library's fixture, which the heap program's needs)
-from tests.core.test_exec_heap import HEAP_PROGRAM, heap_program_built, run  # noqa: F401 (the heap program's fixture)
+from tests.core.test_exec import built, environment  # noqa: F401 (built: the fixture the heap program's needs)
+from tests.core.test_exec_heap import (HEAP_PROGRAM, heap_program_built, heap_summary, run,  # noqa: F401 (fixture)
+                                       run_held)
 from tests.core.test_exec_settings import autopager as autopager_command
 
 POOL = Path("/proc/sys/vm/nr_hugepages")
@@ -23,7 +25,7 @@ RESERVED = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/resv_hugepages")
 MIB = 1 << 20
 
 
-def available() -> int:
+def available_huge_pages() -> int:
     return int(FREE.read_text()) - int(RESERVED.read_text()) if FREE.exists() else 0
 
 
@@ -33,14 +35,14 @@ def huge_pages():
     old = int(POOL.read_text()) if POOL.exists() else None
 
     def reserve(pages: int) -> None:
-        if available() >= pages:
+        if available_huge_pages() >= pages:
             return
         try:
             POOL.write_text(f"{old + pages}\n")
         except (OSError, TypeError) as error:
             pytest.skip(f"no huge pages: cannot grow {POOL}: {error}")
-        if available() < pages:
-            pytest.skip(f"no huge pages: the kernel gave {available()} of the {pages} asked")
+        if available_huge_pages() < pages:
+            pytest.skip(f"no huge pages: the kernel gave {available_huge_pages()} of the {pages} asked")
 
     yield reserve
     if old is not None and int(POOL.read_text()) != old:
@@ -95,14 +97,41 @@ def test_exec_refuses_on_without_a_huge_page_multiple_before_the_program(tuner_h
     assert not marker.exists()
 
 
-def test_a_heap_in_huge_pages_reads_the_same_bytes_through_fork_mremap_and_partial_munmap(tmp_path, huge_pages):
+HEAP_SETTINGS = ["page_size=2MiB", "buffer_size=16MiB", "fillers=2", "evictors=1", "heap_min=16MiB", "huge_pages=on",
+                 "print_stats=1"]
+
+
+def test_a_heap_in_huge_pages_reads_the_same_bytes_through_realloc_fork_madvise_mprotect_mremap_and_munmap(
+        tmp_path, huge_pages):
     huge_pages(8)
     kernel = run([HEAP_PROGRAM, "steps", 24], heap=None)
-    settings = ["page_size=2MiB", "buffer_size=16MiB", "fillers=2", "evictors=1", "heap_min=16MiB",
-                "huge_pages=on", "print_stats=1"]
-    served = run([HEAP_PROGRAM, "steps", 24], heap=tmp_path, settings=settings)
+    served = run([HEAP_PROGRAM, "steps", 24], heap=tmp_path, settings=HEAP_SETTINGS)
     assert served.stdout.splitlines() == kernel.stdout.splitlines(), served.stderr
-    assert re.search(r"served 6 anonymous mappings", served.stderr), served.stderr
+    assert heap_summary(served.stderr) == (11, 0), served.stderr  # as test_exec_heap's steps
+    assert re.search(r"handed 6 to the kernel", served.stderr), served.stderr
+
+
+def hugetlb_mappings(pid: int) -> list[int]:
+    """The lengths of process `pid`'s mappings in 2 MiB huge pages."""
+    lengths, length = [], 0
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        span = re.match(r"^([0-9a-f]+)-([0-9a-f]+) ", line)
+        if span:
+            length = int(span.group(2), 16) - int(span.group(1), 16)
+        elif line.startswith("KernelPageSize:") and int(line.split()[1]) == 2048:
+            lengths.append(length)
+    return lengths
+
+
+def test_a_heap_block_is_mapped_in_huge_pages(tmp_path, huge_pages):
+    huge_pages(8)
+    kernel = run([HEAP_PROGRAM, "hold", 24], heap=None, input="")
+    argv = [sys.executable, "-m", "autopager.cli.main", "exec", f"heap={tmp_path}", *HEAP_SETTINGS, "--",
+            HEAP_PROGRAM, "hold", 24]
+    out, err, lengths = run_held(argv, environment(), hugetlb_mappings)
+    assert out == kernel.stdout, err
+    assert heap_summary(err) == (1, 0), err
+    assert 26 * MIB in lengths, f"the block's region (24 MiB and 16 bytes, in whole huge pages) in {lengths}"
 
 
 def test_the_native_config_takes_the_tables_choices_and_refuses_others():

@@ -1,5 +1,6 @@
-"""Time against memory (objective=metric_and_memory, select, constraint.memory): the front of a real study's rows, and
-real small studies of the synthetic workload, whose time grows as its buffer shrinks below its data."""
+"""Time against memory (objective=metric_and_memory, select, constraint.memory, buffer_ladder): the front of a real
+study's rows, and real small studies of the synthetic workload, whose time grows as its buffer shrinks below its data;
+the buffer ladder that starts the search, and the confirmation of the chosen point beside the front's fastest."""
 import json
 
 import pandas as pd
@@ -8,8 +9,12 @@ import pytest
 from autopager.analysis.report import write_report
 from autopager.cli.main import main
 from autopager.errors import ConfigError
+from autopager.parameters import format_size
 from autopager.run.goal import Goal
+from autopager.tuner.buffer_ladder import LADDER, rung_buffers
 from autopager.tuner.memory_front import Objective, Selection, front, memory_bytes
+from autopager.tuner.space import pager_page_size
+from autopager.tuner.stopping import trials_without_improvement
 from autopager.tuner.table import StudyTable
 from autopager.tuner.trial import Status
 
@@ -44,8 +49,13 @@ def test_the_front_of_a_grid_over_the_buffer(tuner_home, capsys):
     confirmed = table[table.kind == "confirm"].confirms.dropna()
     assert set(confirmed) == {0, points[-1].number}
     memory = json.loads((tuner_home / "outputs/synthetic/grid-size1-buf64MiB/summary.json").read_text())["memory"]
+    compared = memory.pop("against_fastest")
     assert memory == {"front": [{"trial": point.number, "value": point.value, "memory_bytes": memory_bytes(point)}
                                 for point in points], "chosen": points[-1].number}
+    # the chosen point is the fastest: confirmed once, its ratio to itself 1
+    assert compared["chosen"] == compared["fastest"] and compared["chosen"]["trial"] == points[-1].number
+    assert compared["ratio"] == 1.0 and f"chosen vs fastest:        the chosen point is the fastest (trial " \
+                                       f"{points[-1].number}, 64MiB)" in out
 
     report = write_report(tuner_home / "outputs/synthetic/grid-size1-buf64MiB")
     text = report.read_text()
@@ -53,17 +63,108 @@ def test_the_front_of_a_grid_over_the_buffer(tuner_home, capsys):
     assert (report.parent / "memory.png").stat().st_size > 0
 
 
-def test_ax_searches_time_against_memory_and_the_chosen_point_is_confirmed(tuner_home, capsys):
-    assert main(["tune", *COMMON, "strategy=ax", "strategy.initialization_trials=4", "strategy.trials=8",
-                 "objective=metric_and_memory", "select=fastest_within:16MiB", "confirm.rounds=1"]) == 0
+def test_ax_searches_time_against_memory_after_the_ladder_and_the_chosen_point_is_confirmed_beside_the_fastest(
+        tuner_home, capsys):
+    study = tuner_home / "outputs/synthetic/ax-size1-buf64MiB"
+    assert main(["tune", *COMMON, "strategy=ax", "strategy.initialization_trials=4", "strategy.trials=9",
+                 "objective=metric_and_memory", "select=fastest_within:16MiB", "confirm.rounds=2"]) == 0
     out = capsys.readouterr().out
-    table = pd.read_csv(tuner_home / "outputs/synthetic/ax-size1-buf64MiB/trials.csv")
-    assert (table.kind == "search").sum() == 8 and "MBM" in set(table.proposed_by)
-    rows = StudyTable(tuner_home / "outputs/synthetic/ax-size1-buf64MiB/trials.csv").rows
-    chosen = Selection.parse("fastest_within:16MiB").choose(front(rows, Goal.MINIMIZE), Goal.MINIMIZE)
-    assert chosen is not None and chosen.params["buffer_size"] <= 16 << 20
+    table = pd.read_csv(study / "trials.csv")
+    searched = table[table.kind == "search"]
+    assert len(searched) == 9
+    # the ladder first (told to Ax as attached trials), then Ax's own points
+    assert list(searched.proposed_by[:5]) == [LADDER] * 5
+    assert [int(size) >> 20 for size in searched.buffer_size[:5]] == [4, 8, 16, 32, 64]
+    assert set(searched.proposed_by[5:]) <= {"Sobol", "MBM"} and "MBM" in set(searched.proposed_by)
+    rows = StudyTable(study / "trials.csv").rows
+    points = front(rows, Goal.MINIMIZE)
+    chosen = Selection.parse("fastest_within:16MiB").choose(points, Goal.MINIMIZE)
+    fastest = Goal.MINIMIZE.best(points, key=lambda row: row.value)
+    assert chosen is not None and chosen.params["buffer_size"] <= 16 << 20 and chosen is not fastest
     assert f"chosen:                   trial {chosen.number}" in out
-    assert set(table[table.kind == "confirm"].confirms.dropna()) == {0, chosen.number}
+    # the chosen point and the fastest in the same rounds as the defaults; the chosen one is the study's result
+    assert set(table[table.kind == "confirm"].confirms.dropna()) == {0, chosen.number, fastest.number}
+    summary = json.loads((study / "summary.json").read_text())
+    assert summary["confirmed"]["trial"] == chosen.number
+    compared = summary["memory"]["against_fastest"]
+    assert (compared["chosen"]["trial"], compared["fastest"]["trial"]) == (chosen.number, fastest.number)
+    assert compared["chosen"]["buffer_size"] == chosen.params["buffer_size"]
+    assert compared["fastest"]["buffer_size"] == fastest.params["buffer_size"]
+    confirmed = table[table.kind == "confirm"]
+    runs = {trial: list(confirmed[confirmed.confirms == trial].value) for trial in (chosen.number, fastest.number)}
+    assert compared["chosen"]["runs"] == pytest.approx(runs[chosen.number])
+    assert compared["fastest"]["runs"] == pytest.approx(runs[fastest.number])
+    per_round = [chosen_run / fastest_run for chosen_run, fastest_run in zip(runs[chosen.number], runs[fastest.number])]
+    assert compared["per_round"] == pytest.approx([min(per_round), max(per_round)])
+    assert compared["ratio"] == pytest.approx(pd.Series(runs[chosen.number]).median()
+                                              / pd.Series(runs[fastest.number]).median())
+    line = next(line for line in out.splitlines() if line.startswith("chosen vs fastest:"))
+    assert f"{compared['ratio']:.2f}x better at the fastest" in line and f"trial {fastest.number}, {format_size(fastest.params['buffer_size'])}" in line
+    text = write_report(study).read_text()
+    assert f"The chosen point against the fastest, both confirmed in the same interleaved rounds: " \
+           f"{compared['ratio']:.2f}x" in text
+
+
+def test_the_ladder_spans_the_buffers_at_the_defaults_and_only_its_improvements_count_for_the_plateau(tuner_home):
+    study = tuner_home / "outputs/synthetic/random-size1-buf16MiB"
+    assert main(["tune", *COMMON, "strategy=random", "strategy.trials=7", "workload.buffer_size=16MiB",
+                 "objective=metric_and_memory", "confirm.rounds=0"]) == 0
+    rows = StudyTable(study / "trials.csv").rows
+    searched = [row for row in rows if row.kind == "search"]
+    ladder = searched[:5]
+    assert all(row.proposed_by == LADDER for row in ladder) and all(row.proposed_by != LADDER for row in searched[5:])
+    assert [row.params["buffer_size"] >> 20 for row in ladder] == [4, 8, 16, 32, 64]
+    for row in ladder:  # the defaults' other parameters: the page size the pager chooses for the rung's buffer
+        assert row.params["page_size"] == pager_page_size(row.params["buffer_size"])
+        assert (row.params["fillers"], row.params["evictors"], row.params["read_ahead"]) == (2, 2, 2)
+    defaults = rows[0]
+    on_the_ladder = front([defaults, *ladder], Goal.MINIMIZE)
+    assert len(on_the_ladder) == 5
+    assert (memory_bytes(on_the_ladder[0]), memory_bytes(on_the_ladder[-1])) == (4 << 20, 64 << 20)
+    # the smallest rung is slower than the defaults, and no trial without improvement for the plateau
+    assert ladder[0].value > defaults.value
+    assert trials_without_improvement([defaults, *ladder], Goal.MINIMIZE, 0.05) == 0
+
+
+def test_a_chosen_point_that_is_the_defaults_is_confirmed_against_the_fastest_and_saves_no_profile(tuner_home, capsys):
+    # the defaults at the synthetic's optimum, with a 16MiB buffer: 2x the time of the 64MiB one, within 110%
+    optimum = ["baseline.page_size=256KiB", "baseline.fillers=4", "baseline.evictors=2", "baseline.evict_high_water=80",
+               "baseline.evict_low_water=50", "baseline.read_ahead=4", "baseline.direct_io=0"]
+    study = tuner_home / "outputs/synthetic/grid-size1-buf16MiB"
+    assert main(["tune", *COMMON, *optimum, "strategy=grid", "workload.buffer_size=16MiB", "space.page_size=256KiB",
+                 "space.fillers=4", "space.evictors=2", "space.evict_high_water=80", "space.evict_low_water=50",
+                 "space.read_ahead=4", "objective=metric_and_memory", "select=smallest_within:110%",
+                 "confirm.rounds=2"]) == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(study / "trials.csv")
+    searched = table[table.kind == "search"]
+    # the ladder's rung at 16MiB is the defaults' own point: not run again; the grid has nothing left
+    assert sorted(int(size) >> 20 for size in searched.buffer_size) == [4, 8, 32, 64] and set(searched.proposed_by) == {LADDER}
+    fastest = int(searched.trial[searched.buffer_size == 64 << 20].iloc[0])
+    assert set(table[table.kind == "confirm"].confirms.dropna()) == {0, fastest}
+    summary = json.loads((study / "summary.json").read_text())
+    assert summary["memory"]["chosen"] == 0 and summary["confirmed"]["trial"] == 0
+    compared = summary["memory"]["against_fastest"]
+    assert compared["chosen"]["defaults"] and compared["chosen"]["buffer_size"] == 16 << 20
+    assert compared["fastest"]["trial"] == fastest and compared["ratio"] == pytest.approx(2.0, rel=0.2)
+    assert "not saved: the chosen point is the defaults' own" in out
+    assert "the fastest (trial" in out and "against the chosen (the defaults, trial 0, 16MiB)" in out
+
+
+def test_the_ladders_rungs_are_geometric_over_the_spaces_buffers():
+    mib = 1 << 20
+    values = tuple(256 * mib << shift for shift in range(5))  # 256MiB to 4GiB
+    assert rung_buffers(values, 5) == list(values)
+    assert rung_buffers(values, 3) == [256 * mib, 1024 * mib, 4096 * mib]
+    assert rung_buffers(values, 2) == [256 * mib, 4096 * mib]
+    assert rung_buffers(values[:3], 5) == list(values[:3])  # fewer buffers than rungs: each once
+    linear = tuple(range(64 * mib, 1024 * mib + 1, 64 * mib))
+    assert rung_buffers(linear, 5) == [64 * mib, 128 * mib, 256 * mib, 512 * mib, 1024 * mib]
+
+
+def test_a_ladder_of_one_rung_is_refused_naming_the_setting(tuner_home, capsys):
+    assert main(["tune", *COMMON, "objective=metric_and_memory", "buffer_ladder=1"]) == 2
+    assert "buffer_ladder must be 0 (no ladder) or a whole number >= 2" in capsys.readouterr().err
 
 
 def test_a_memory_constraint_keeps_the_confirmed_and_saved_trial_within_it(tuner_home, capsys):
@@ -91,11 +192,14 @@ def test_time_against_memory_needs_the_buffer_searched():
 
 
 def test_a_trial_is_capped_only_by_trials_of_no_larger_a_buffer(tuner_home):
-    # a cap of 1.2x the incumbent (the 64MiB defaults) would stop every smaller buffer (each halving costs 1.5x):
-    # capped by the trials of no larger a buffer, none is, and the front keeps its five points
+    # a cap of 1.2x the incumbent would stop a smaller buffer measured after a larger one (each halving costs 1.5x):
+    # capped by the trials of no larger a buffer, none is, and the front keeps its five points. The grid's own order
+    # (no ladder, which climbs from the smallest buffer), and runs of 0.2-0.6 s: the cap is 1.2x a run's wall time,
+    # which the interpreter's start-up would blur in runs of milliseconds
     assert main(["tune", *COMMON, "strategy=grid", "objective=metric_and_memory", "space.page_size=256KiB",
                  "space.fillers=4", "space.evictors=2", "space.evict_high_water=80", "space.evict_low_water=50",
-                 "space.read_ahead=4", "runner.cap=1.2", "runner.cap_floor=0", "confirm.rounds=0"]) == 0
-    rows = StudyTable(tuner_home / "outputs/synthetic/grid-size1-buf64MiB/trials.csv").rows
+                 "space.read_ahead=4", "runner.cap=1.2", "runner.cap_floor=0", "confirm.rounds=0",
+                 "buffer_ladder=0", "workload.size=200"]) == 0
+    rows = StudyTable(tuner_home / "outputs/synthetic/grid-size200-buf64MiB/trials.csv").rows
     assert not [row for row in rows if row.status is Status.CAPPED]
     assert [point.params["buffer_size"] >> 20 for point in front(rows, Goal.MINIMIZE)] == [4, 8, 16, 32, 64]

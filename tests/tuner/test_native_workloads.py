@@ -1,5 +1,6 @@
 """The tuner on real workload programs at tiny out-of-core sizes, when the workloads are built."""
 import glob
+import threading
 
 import pandas as pd
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from autopager.cli.main import main
 from autopager.errors import ConfigError
 from autopager.run.workloads import locate_bin
+from tests.core.test_huge_pages import available_huge_pages, huge_pages  # noqa: F401 (the fixture: a pool of its own)
 
 
 def require(program):
@@ -39,3 +41,31 @@ def test_bfs_prepares_its_data_once_and_runs_with_its_profile(tuner_home, capsys
     capsys.readouterr()
     assert main(["run", *common]) == 0
     assert "with profile bfs/size=10,threads=2,buffer=" in capsys.readouterr().out
+
+
+def test_huge_pages_searched_by_the_tuner_reach_its_trials(tuner_home, huge_pages):
+    require("sort")
+    huge_pages(8)  # the buffer's 16 MiB
+    free = [available_huge_pages()]
+    done = threading.Event()
+
+    def watch_the_pool():
+        while not done.wait(0.02):
+            free.append(available_huge_pages())
+
+    watcher = threading.Thread(target=watch_the_pool)
+    watcher.start()
+    try:
+        assert main(["tune", "workload=sort", "workload.size=64", "workload.buffer_size=16MiB", "strategy=coordinate",
+                     "strategy.order=[huge_pages]", "budget.trials=2", "space.page_size=2MiB",
+                     "+space.huge_pages={values:[off,on]}", "runner.page_cache=evict", "confirm.rounds=0",
+                     "noise.defaults_runs=1"]) == 0
+    finally:
+        done.set()
+        watcher.join()
+    [trials] = glob.glob("outputs/sort/coordinate-*/trials.csv")
+    table = pd.read_csv(trials)
+    searched = table[table.kind == "search"]
+    assert sorted(searched.huge_pages) == ["off", "on"] and set(searched.page_size) == {2 << 20}, table.to_string()
+    assert list(table.status) == ["ok"] * len(table), table.error.tolist()  # sorted right, in either memory
+    assert min(free) < free[0], "the trial with huge_pages=on took its buffer from the pool"

@@ -1,11 +1,13 @@
 """Warm start (warm_start=STUDY_DIR_OR_PROFILE): real small studies of the synthetic workload through the CLI, seeded
-from an earlier study or its profile; and a seed moved into a space with a larger buffer."""
+from an earlier study or its profile (a study of time against memory: its buffer ladder at the earlier best); and a
+seed moved into a space with a larger buffer."""
 import json
 
 import pandas as pd
 from omegaconf import OmegaConf
 
 from autopager.cli.main import main
+from autopager.tuner.buffer_ladder import LADDER
 from autopager.tuner.space import Space
 from autopager.tuner.warm_start import SEEDS, moved
 
@@ -67,6 +69,31 @@ def test_ax_is_seeded_with_a_profiles_parameters(tuner_home, capsys):
     winner = confirmed.loc[confirmed.trial == confirmed[confirmed.kind == "confirm"].confirms.max()].iloc[0]
     assert all(first[name] == winner[name] for name in SEARCHED)
     assert (seeded[seeded.kind == "search"].iloc[1:].proposed_by.isin(["Sobol", "MBM"])).all()
+
+
+def test_a_warm_study_of_time_against_memory_climbs_its_ladder_at_the_earlier_studys_best(tuner_home, capsys):
+    tune("strategy=random", "strategy.trials=6", "confirm.rounds=0", "workload.buffer_size=16MiB",
+         "space.page_size={min:4KiB,max:256KiB,factor:2}", "study.name=small")
+    earlier = table("small")
+    best = earlier[earlier.kind == "search"].sort_values("value").iloc[0]
+    capsys.readouterr()
+
+    tune("strategy=random", "strategy.trials=10", "confirm.rounds=0", "objective=metric_and_memory",
+         "space.buffer_size={min:4MiB,max:64MiB,factor:2}", "space.page_size={min:4KiB,max:256KiB,factor:2}",
+         "warm_start=outputs/synthetic/small", "study.name=memory")
+    assert "buffer ladder: 4MiB, 8MiB, 16MiB, 32MiB, 64MiB measured first, at the warm start's best other " \
+           "parameters" in capsys.readouterr().out
+    searched = table("memory")
+    searched = searched[searched.kind == "search"]
+    warm = searched[searched.proposed_by == "warm:synthetic/small"]
+    ladder = searched[searched.proposed_by == LADDER]
+    assert len(warm) > 0 and warm.trial.max() < ladder.trial.min()  # the seeds first, then the ladder
+    # the seeds' buffer is scaled from the earlier 16MiB to this study's 64MiB: the best seed is the ladder's top
+    # rung, measured once; the other rungs are the best seed at the smaller buffers
+    assert (warm.buffer_size == 64 << 20).all()
+    assert sorted(int(size) >> 20 for size in ladder.buffer_size) == [4, 8, 16, 32]
+    assert (ladder[SEARCHED].to_numpy() == best[SEARCHED].to_numpy().astype(int)).all()
+    assert len(searched) == 10 and searched.proposed_by.iloc[len(warm) + len(ladder):].isna().all()
 
 
 def test_a_warm_start_that_names_nothing_is_refused(tuner_home, capsys):

@@ -40,6 +40,10 @@ class Pager {
   // is not a region, or with the errno of a write-back that failed: the region then stays mapped,
   // with the pages that could not be written, and unmap can be tried again.
   bool unmap(void* base);
+  // Releases the region without writing its dirty pages back: for a store whose contents are not wanted
+  // once the region is gone (a program's heap block, freed). Returns false with errno EINVAL when `base`
+  // is not a region.
+  bool discard(void* base);
   // As unmap, but instead of unmapping the region's range, calls `map_over()`, which must put another
   // mapping over the whole range at once (mmap with MAP_FIXED) and return whether it did. Threads that
   // faulted in the region while it was released retry on that mapping; with write-protect a write

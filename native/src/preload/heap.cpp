@@ -85,7 +85,8 @@ void* ServedMappings::mmap_anonymous(void* address, size_t length, int prot, int
   std::shared_ptr<python::CopyOnWriteStore> store;
   void* base = nullptr;
   try {
-    store = std::make_shared<python::CopyOnWriteStore>(std::make_shared<ZeroStore>(span), settings_.heap_dir);
+    store = std::make_shared<python::CopyOnWriteStore>(std::make_shared<ZeroStore>(span), settings_.heap_dir,
+                                                       python::CopyOnWriteStore::WhenFull::kFail);
     base = pager->map(store, length, prot);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "autopager preload: cannot serve an anonymous mapping of %zu bytes from %s (%s); left to the "

@@ -245,6 +245,8 @@ std::vector<ServedMappings::Served*> ServedMappings::of_file_locked(const struct
 
 bool ServedMappings::hand_over_locked(Served& served, const char* why) {
   Pager* pager = pager_.load();
+  // Its written pages go into the kernel's memory: a full scratch disk must not stop them on the way.
+  if (served.private_writes) served.private_writes->keep_writes_in_memory_when_full();
   if (!pager->hand_over(served.base, [&] { return map_over_with_kernel(served); })) {
     const int error = errno;
     const bool stays = pager->region_base(served.base) == served.base;
@@ -278,7 +280,10 @@ int ServedMappings::munmap(void* address, size_t length) {
     if (served->base >= begin && served->base + served->span <= end) {
       char* base = served->base;
       std::size_t mapped = served->mapped;
-      if (pager_.load()->unmap(base)) {
+      // A private writable mapping's writes (a heap mapping's) die with it: its dirty pages are dropped, not
+      // written to a scratch file about to go.
+      Pager* pager = pager_.load();
+      if (served->private_writes ? pager->discard(base) : pager->unmap(base)) {
         forget_locked(*served);
       } else {  // its pages stay mapped, for a later munmap to write
         error = errno;
@@ -455,9 +460,14 @@ void ServedMappings::after_fork_in_parent() { mutex_.unlock(); }
 void ServedMappings::after_fork_in_child() {
   for (auto& entry : served_) {
     const Served& served = entry.second;
-    if (!map_over_with_kernel(served))
+    if (served.private_writes) {
+      // Its hand-over before fork failed: dirty pages the store never got would read as older bytes here.
+      std::fprintf(stderr, "autopager preload: in a forked child, %s is not mapped (it could not be handed to the "
+                   "kernel before fork): a touch is SIGSEGV\n", served.path.c_str());
+    } else if (!map_over_with_kernel(served)) {
       std::fprintf(stderr, "autopager preload: in a forked child, mapping %s with the kernel failed: %s\n",
                    served.path.c_str(), std::strerror(errno));
+    }
     if (served.fd >= 0) close(served.fd);
   }
   served_.clear();

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 
@@ -30,7 +31,10 @@ Settings Settings::from_environment() {
   settings.min_size = bytes_from("UMAP_PRELOAD_MIN_SIZE", settings.min_size);
   settings.heap_min = bytes_from("UMAP_PRELOAD_HEAP_MIN", settings.heap_min);
   if (settings.heap_min == 0) throw std::invalid_argument("UMAP_PRELOAD_HEAP_MIN must be at least one byte, not 0");
-  if (const char* value = std::getenv("UMAP_PRELOAD_HEAP"); value != nullptr) settings.heap_dir = value;
+  if (const char* value = std::getenv("UMAP_PRELOAD_HEAP"); value != nullptr) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    settings.heap_dir = std::strcmp(value, "on") != 0 ? value : tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  }
   if (const char* value = std::getenv("UMAP_PRELOAD_PATHS"); value != nullptr) {
     std::stringstream patterns(value);
     for (std::string pattern; std::getline(patterns, pattern, ':');)

@@ -13,8 +13,8 @@ struct Settings {
   std::uint64_t min_size = 1u << 20;
   // UMAP_PRELOAD_PATHS: fnmatch(3) patterns separated by ':'; empty serves every path.
   std::vector<std::string> paths;
-  // UMAP_PRELOAD_HEAP: the directory of the heap's scratch files; empty leaves every anonymous mapping
-  // to the kernel (heap.cpp).
+  // UMAP_PRELOAD_HEAP: the directory of the heap's scratch files ("on": $TMPDIR, else /tmp); empty leaves
+  // every anonymous mapping to the kernel (heap.cpp).
   std::string heap_dir;
   // UMAP_PRELOAD_HEAP_MIN: bytes; smaller anonymous mappings are left to the kernel. 32 MiB: glibc's
   // malloc maps every block of this size or more with mmap (its threshold's ceiling on 64-bit), and

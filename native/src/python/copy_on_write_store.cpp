@@ -18,8 +18,9 @@ bool no_room(int error) { return error == ENOSPC || error == EDQUOT || error == 
 
 }  // namespace
 
-CopyOnWriteStore::CopyOnWriteStore(std::shared_ptr<Store> base, const std::string& scratch_directory)
-    : base_(std::move(base)), overlay_(scratch_directory, base_->size()) {}
+CopyOnWriteStore::CopyOnWriteStore(std::shared_ptr<Store> base, const std::string& scratch_directory,
+                                   WhenFull when_full)
+    : base_(std::move(base)), overlay_(scratch_directory, base_->size()), when_full_(when_full) {}
 
 CopyOnWriteStore::~CopyOnWriteStore() {
   if (char* memory = memory_.load()) munmap(memory, size());
@@ -61,7 +62,7 @@ ssize_t CopyOnWriteStore::write(const void* src, std::size_t n, std::uint64_t of
       remember(written_, offset, end);
       return static_cast<ssize_t>(n);
     }
-    if (!no_room(errno) || !overflow_to_memory()) return -1;
+    if (!no_room(errno) || when_full_.load() == WhenFull::kFail || !overflow_to_memory()) return -1;
   }
   // One writer a page (the pager's page lock); readers of the range wait for `in_memory_`.
   std::memcpy(memory_.load() + offset, src, end - offset);
