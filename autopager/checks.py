@@ -37,6 +37,13 @@ def number(name: str, value: Any, minimum: float, *, above: bool = False, option
     return float(value)
 
 
+def flag(name: str, value: Any) -> bool:
+    """``value``, true or false."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, not {value!r}")
+    return value
+
+
 def one_of(name: str, value: Any, choices: Sequence[T]) -> T:
     """``value``, one of ``choices``."""
     if value not in choices:

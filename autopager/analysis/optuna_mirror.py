@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -84,6 +85,9 @@ def export(directory: Path, storage: str, since: int | None = None) -> tuple[str
             pass
         target = optuna.create_study(study_name=name, storage=storage,
                                      direction="minimize" if study.goal == "minimize" else "maximize")
+        with warnings.catch_warnings():  # experimental since Optuna 3.2, and what the dashboard reads
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            target.set_metric_names([study.metric])  # the dashboard's axis: "seconds", not "Objective 0"
         target.set_user_attr("directory", str(study.directory.resolve()))
         target.set_user_attr("metric", study.metric)
     else:
@@ -136,7 +140,9 @@ def dashboard_command(args: Sequence[str]) -> int:
         return 0
     optuna_module()
     try:
-        from optuna_dashboard import run_server
+        with warnings.catch_warnings():  # it imports botorch, whose torch warns of its own deprecations
+            warnings.simplefilter("ignore", FutureWarning)
+            from optuna_dashboard import run_server
     except ImportError:
         raise ConfigError(f"the dashboard needs optuna-dashboard: {EXTRA}") from None
     storage = f"sqlite:///{(directory / DATABASE).resolve()}"

@@ -19,12 +19,14 @@ import pandas as pd
 
 from autopager.analysis.markdown import table
 from autopager.analysis.result import StudyResult, ax_importance, load_study, trial_importance
+from autopager.analysis.summary import read_summary, summarize, trial_counts
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size, show, show_params
 from autopager.run.goal import Goal
 from autopager.tuner.front_confirmation import against_fastest
 from autopager.tuner.memory_front import METRIC_AND_MEMORY, Objective, front, front_lines, memory_bytes
 from autopager.tuner.progress import format_value
+from autopager.tuner.studylock import STOPPED
 from autopager.tuner.study_directory import TABLE
 from autopager.tuner.table import StudyTable
 from autopager.tuner.trial import Kind, Status
@@ -183,12 +185,10 @@ def best_trials(study: StudyResult, count: int = 5) -> pd.DataFrame:
 def summary(study: StudyResult) -> str:
     workload = study.workload
     buffer = workload.get("buffer_size")
-    confirming = len(study.of_kind(Kind.CONFIRM))
+    counted = read_summary(study.directory) or summarize(study, STOPPED)  # the tuner's summary.json has the budget
     return (f"workload {workload['name']} (size {workload.get('size')}, buffer "
-            f"{format_size(parse_size(buffer)) if buffer else 'the default'}), strategy {study.strategy}, "
-            f"{len(study.searched_rows)} trials ({len(study.of_kind(Kind.DEFAULT))} of the defaults)"
-            f"{f' and {confirming} confirmation runs' if confirming else ''}, {study.failed()} failed, "
-            f"{study.capped()} capped; metric {study.metric} ({direction(study)} is better)")
+            f"{format_size(parse_size(buffer)) if buffer else 'the default'}), strategy {study.strategy}; "
+            f"trials: {trial_counts(counted)}; metric {study.metric} ({direction(study)} is better)")
 
 
 def confirmation_lines(study: StudyResult) -> list[str]:
@@ -198,7 +198,8 @@ def confirmation_lines(study: StudyResult) -> list[str]:
         reason = study.unconfirmed()
         return [f"The study is {reason}." if reason else "The study ran no confirmation (confirm.rounds=0).", ""]
     values = confirmed["values"]
-    return [f"The confirmed winner: trial {confirmed['trial']}, {format_value(confirmed['value'], study.metric)} "
+    winner = "the saved profile's parameters" if confirmed["trial"] is None else f"trial {confirmed['trial']}"
+    return [f"The confirmed winner: {winner}, {format_value(confirmed['value'], study.metric)} "
             f"(median of {len(values)} confirmation runs, {min(values):.4g}-{max(values):.4g}), "
             f"{confirmed['speedup']:.2f}x the defaults' confirmation runs (per round "
             f"{confirmed['low']:.2f}-{confirmed['high']:.2f}x): {show_params(confirmed['params'])}. This is the "

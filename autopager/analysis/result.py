@@ -287,6 +287,16 @@ def trial_importance(study: StudyResult) -> pd.DataFrame:
     return frame.sort_values("importance", ascending=False, ignore_index=True)
 
 
+def one_per_choice(frame: pd.DataFrame) -> pd.DataFrame:
+    """Ax's model sees an unordered choice (eviction) as one 0/1 input a value (``eviction_OH_PARAM_0``, ...): one
+    row for the parameter, the sum of their indices' sizes (a choice has no direction to sign it by)."""
+    choice = frame.parameter.str.extract(r"^(.+)_OH_PARAM_\d+$")[0]
+    if choice.isna().all():
+        return frame
+    merged = frame[choice.notna()].groupby(choice[choice.notna()]).sensitivity.apply(lambda s: s.abs().sum())
+    return pd.concat([frame[choice.isna()], merged.rename_axis("parameter").reset_index()], ignore_index=True)
+
+
 def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
     """Ax's sensitivity analysis of its model, from the saved state: (a frame of parameter and total-order Sobol
     index, signed by the direction in which the metric moves as the parameter grows; or None, and why not)."""
@@ -309,6 +319,7 @@ def ax_importance(study: StudyResult) -> tuple[pd.DataFrame | None, str]:
         if frame is not None and {"parameter_name", "sensitivity"} <= set(frame.columns):
             frame = frame.rename(columns={"parameter_name": "parameter"})[["parameter", "sensitivity"]]
             frame["parameter"] = frame.parameter.replace({LOW_SHARE: "evict_low_water"})
+            frame = one_per_choice(frame)
             order = frame.sensitivity.abs().sort_values(ascending=False).index
             return frame.loc[order].reset_index(drop=True), ""
     reasons = "; ".join(str(getattr(card, "subtitle", "") or card.title).splitlines()[0]

@@ -23,7 +23,9 @@ from autopager.analysis.result import load_study
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
+from autopager.run.settings import NoiseSettings
 from autopager.tuner.front_confirmation import against_fastest
+from autopager.tuner.measuring import relative_noise
 from autopager.tuner.memory_front import front, memory_bytes
 from autopager.tuner.progress import format_value
 from autopager.tuner.studylock import RUNNING, STOPPED, is_locked
@@ -53,6 +55,16 @@ def memory_section(study) -> dict[str, Any] | None:
             "against_fastest": None if compared is None else compared.as_json()}
 
 
+def search_noise(study, defaults: list[float]) -> dict[str, Any]:
+    """The run-to-run noise the search went by, as the tuner's summary prints it: the spread (standard deviation over
+    mean) of the defaults' runs, else noise.assumed."""
+    measured = relative_noise(defaults)
+    if measured is not None:
+        return {"relative": measured, "assumed": False}
+    assumed = (study.config.get("noise") or {}).get("assumed", NoiseSettings.assumed)
+    return {"relative": float(assumed), "assumed": True}
+
+
 def summarize(study, state: str, budget: int | None = None, stopped: str | None = None) -> dict[str, Any]:
     """What summary.json holds for a study read back (autopager.analysis.result.StudyResult); ``stopped``: why its
     search ended early (the tuner's line; not in the table)."""
@@ -74,6 +86,7 @@ def summarize(study, state: str, budget: int | None = None, stopped: str | None 
                    "confirmation_runs": len(study.of_kind(Kind.CONFIRM)), "failed": study.failed(),
                    "capped": study.capped()},
         "defaults": {"value": reference, "runs": len(defaults)},
+        "noise": search_noise(study, defaults),
         "best": None if best is None else {
             "trial": best.number, "value": best.value, "params": dict(best.params),
             "speedup": number(study.speedup(best.value, reference)) if reference else None},
@@ -126,7 +139,8 @@ def ratio(summary: dict[str, Any]) -> str:
     metric = summary.get("metric", "")
     if confirmed:
         low, high = confirmed["per_round"]
-        return (f"confirmed {confirmed['speedup']:.2f}x ({low:.2f}-{high:.2f}x a round), trial {confirmed['trial']}: "
+        winner = "the saved profile" if confirmed["trial"] is None else f"trial {confirmed['trial']}"
+        return (f"confirmed {confirmed['speedup']:.2f}x ({low:.2f}-{high:.2f}x a round), {winner}: "
                 f"{format_value(confirmed['value'], metric)}")
     if best:
         gain = f" {best['speedup']:.2f}x the defaults," if best.get("speedup") else ""
@@ -137,6 +151,15 @@ def ratio(summary: dict[str, Any]) -> str:
 def counts(summary: dict[str, Any]) -> str:
     trials = summary["trials"]
     return f"{trials['done']}/{trials['budget']}" if trials.get("budget") else str(trials["done"])
+
+
+def trial_counts(summary: dict[str, Any]) -> str:
+    """How many trials of each kind, as the tuner's summary, the status and the report say it."""
+    trials = summary["trials"]
+    defaults, confirmation = trials["defaults_runs"], trials["confirmation_runs"]
+    return (f"{counts(summary)} searched; {defaults} run{'s' * (defaults != 1)} of the defaults, "
+            f"{confirmation} confirmation run{'s' * (confirmation != 1)}; {trials['failed']} failed, "
+            f"{trials['capped']} capped")
 
 
 def one_line(summary: dict[str, Any]) -> str:
@@ -188,17 +211,19 @@ def studies_command(args: Sequence[str]) -> int:
 
 
 def status_text(summary: dict[str, Any]) -> str:
-    trials = summary["trials"]
     metric = summary.get("metric", "")
     defaults = summary["defaults"]
+    runs = "1 run" if defaults["runs"] == 1 else f"median of {defaults['runs']} runs"
     lines = [f"study:       {summary['directory']} ({summary['state']})",
              f"workload:    {summary['workload']} (size {summary.get('size')}, buffer "
              f"{format_size(int(summary['buffer_size'])) if summary.get('buffer_size') else 'the default'}), "
              f"strategy {summary['strategy']}",
-             f"trials:      {counts(summary)} searched; {trials['defaults_runs']} runs of the defaults, "
-             f"{trials['confirmation_runs']} confirmation runs; {trials['failed']} failed, {trials['capped']} capped",
-             f"defaults:    {format_value(defaults['value'], metric)} (median of {defaults['runs']} runs)"
+             f"trials:      {trial_counts(summary)}",
+             f"defaults:    {format_value(defaults['value'], metric)} ({runs})"
              if defaults.get("value") is not None else "defaults:    not measured yet",
+             f"noise:       +-{100 * summary['noise']['relative']:.1f}% a run"
+             f"{', assumed (noise.assumed)' if summary['noise']['assumed'] else ''}"
+             if summary.get("noise") else "noise:       not measured yet",
              f"outcome:     {ratio(summary)}"]
     if summary.get("unconfirmed"):
         lines.append(f"             {summary['unconfirmed']}")

@@ -6,6 +6,7 @@ comment lines below, at the same column). A strategy's options are documented by
 """
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,11 @@ from autopager.errors import ConfigError
 from autopager.run.workloads import config_dir
 
 GROUPS = {"workload": "command", "space": "default", "strategy": "ax", "launcher": "local"}  # group: its default
+CHOSEN = {  # the name of a group's option: what the command line chose (workload.name may be set)
+    "workload": "the name its studies and profiles are kept by; workload=command: give one (workload.name=myapp)",
+    "strategy": "the strategy chosen (strategy=NAME; `autopager --help` lists them)",
+    "launcher": "the launcher chosen (launcher=NAME: local, ray, slurm)",
+}
 KEY = re.compile(r"([A-Za-z_]\w*):(?:\s|$)(.*)")
 SKIPPED = ("defaults", "hydra")  # Hydra's own: `autopager tune --cfg hydra`
 
@@ -71,17 +77,58 @@ def read_settings(path: Path, prefix: str = "") -> list[Setting]:
     return found
 
 
+def header_sentence(path: Path, key: str) -> str:
+    """What the file's opening comment says of ``key`` ("size: MiB of the array (eight times the buffer).")."""
+    header = " ".join(line[1:].strip() for line in itertools.takewhile(
+        lambda line: line.startswith("#"), path.read_text().splitlines()))
+    found = re.search(rf"(?:^|\s){re.escape(key)}: (.+?)\.(?:\s|$)", header)
+    return found.group(1) if found else ""
+
+
+def group_settings(group: str, choice: str) -> list[Setting]:
+    """A group option's settings; one its file leaves without a comment is described by the file's opening comment
+    (a workload's size), else by the comment of the same key in another option of the group (the group's default
+    first: configs/workload/command.yaml documents every workload key)."""
+    directory = config_dir() / group
+    path = directory / f"{choice}.yaml"
+    if not path.is_file():
+        return []
+    others = [directory / f"{GROUPS[group]}.yaml"] + sorted(directory.glob("*.yaml"))
+    described: dict[str, str] = {}
+    for other in others:
+        for setting in read_settings(other, f"{group}."):
+            if setting.help:
+                described.setdefault(setting.key, setting.help)
+    found = {f"{group}.name": Setting(f"{group}.name", choice, CHOSEN[group])} if group in CHOSEN else {}
+    for option in [*bases(path), path]:  # an option may extend others (Hydra's defaults list)
+        for setting in read_settings(option, f"{group}."):
+            help_ = (setting.help or header_sentence(option, setting.key.split(".", 1)[1])
+                     or (found[setting.key].help if setting.key in found else described.get(setting.key, "")))
+            found[setting.key] = Setting(setting.key, setting.default, help_)
+    return list(found.values())
+
+
+def bases(path: Path) -> list[Path]:
+    """The options of the same group that ``path`` extends (its ``defaults:`` list), theirs first."""
+    listed = re.search(r"^defaults:\n((?:\s+- .*\n)+)", path.read_text(), re.M)
+    names = [line.strip()[2:].strip() for line in listed.group(1).splitlines()] if listed else []
+    found: list[Path] = []
+    for name in names:
+        if name != "_self_" and (path.parent / f"{name}.yaml").is_file():
+            found += [*bases(path.parent / f"{name}.yaml"), path.parent / f"{name}.yaml"]
+    return found
+
+
 def settings(choices: dict[str, str] | None = None) -> list[Setting]:
     """The main configuration's settings, then each group's (the option ``choices`` names, else its default)."""
     chosen = {**GROUPS, **(choices or {})}
     every = read_settings(config_dir() / "config.yaml")
     for group, choice in chosen.items():
         if group == "strategy":
+            every += [Setting("strategy.name", choice, CHOSEN[group])]
             every += _strategy_settings(choice)
-            continue
-        path = config_dir() / group / f"{choice}.yaml"
-        if path.is_file():
-            every += read_settings(path, f"{group}.")
+        else:
+            every += group_settings(group, choice)
     return every
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from autopager.errors import ConfigError, StudyError
-from autopager.parameters import ENV_VARS, to_environment
+from autopager.parameters import ENV_VARS, parse_size, to_environment
 from autopager.run.goal import Goal
 from autopager.run.memory_limit import MemoryLimit, memory_cgroup, run_limit, run_memory_limit
 from autopager.run.page_cache import drop_page_cache, evict_files
@@ -222,6 +222,10 @@ class Runner:
     def from_config(cls, workload: Workload, section: Mapping[str, Any]) -> "Runner":
         """A runner from the ``runner`` settings; bad settings are a ConfigError."""
         settings = RunnerSettings.from_config({"runner": section})
+        try:
+            parse_size(section.get("memory_headroom") or 0)
+        except ValueError as error:
+            raise ConfigError(f"runner.memory_headroom: {error}") from None
         try:
             limit = run_memory_limit(section.get("memory_limit"), workload, section.get("memory_headroom"))
         except (TypeError, ValueError) as error:

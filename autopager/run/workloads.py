@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from autopager.checks import number
+from autopager.checks import flag, number, whole
 from autopager.errors import ConfigError
 from autopager.exec import PACKAGE, heap_directory, preload_library, transparent_argv
 from autopager.parameters import format_size, parse_size
@@ -113,6 +113,11 @@ class Workload:
             raise ConfigError(f"workload.size must be positive, not {size!r}")
         timeout = config.get("timeout")
         number("workload.timeout", timeout, 0, above=True, optional=True)  # seconds
+        whole("workload.threads", config.get("threads"), 1, optional=True)
+        for setting in ("transparent", "time_process"):
+            flag(f"workload.{setting}", config.get(setting, False))
+        if not str(data_dir).strip():
+            raise ConfigError("data_dir must be a directory, not empty (data_dir=~/.cache/autopager/data)")
         workload = cls(name=str(name), command=str(command), prepare=config.get("prepare"), size=size,
                        threads=config.get("threads"), metric=str(config.get("metric", "seconds")), goal=goal,
                        buffer_size=buffer_size, data_files=config.get("data_files"), timeout=timeout,

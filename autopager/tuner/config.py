@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
+from autopager.checks import whole
 from autopager.errors import ConfigError
 from autopager.parameters import PARAMETERS, system_page_size
 from autopager.run.workloads import available, config_dir
@@ -173,6 +174,11 @@ def resolved(config: DictConfig, choices: Mapping[str, Any]) -> DictConfig:
     config = config.copy()
     with open_dict(config):
         config.pop("hydra", None)
+    if "max_threads" in config:  # read by the space's interpolations, which would not name it
+        try:
+            whole("max_threads", config.max_threads, 1)
+        except OmegaConfBaseException as error:
+            raise ConfigError(f"max_threads: {str(error).splitlines()[0]}") from None
     try:
         OmegaConf.resolve(config)
         OmegaConf.to_container(config, throw_on_missing=True)

@@ -57,8 +57,12 @@ def read_amplification(workload: Workload, trials: Trials, best: Trial) -> list[
         return []
     best_ratio = next((ratio for trial, ratio in read if trial.number == best.number), None)
     of_best = (f"; the best trial {best.number} read {best_ratio:.1f}x" if best_ratio is not None else "")
+    shown = format_size(data)
+    if shown.isdigit():  # not a whole number of KiB: rounded (285200816 bytes: 272MiB)
+        shown = (f"{data / (1 << 20):.0f}MiB" if data >= 1 << 20 else f"{data / 1024:.0f}KiB" if data >= 1024
+                 else f"{data} bytes")
     return [("read amplification", f"{len(many)} of {len(read)} trials read {READ_AMPLIFICATION:g}x or more of "
-                                   f"the {format_size(data)} of data (up to {max(r for _, r in many):.1f}x"
+                                   f"the {shown} of data (up to {max(r for _, r in many):.1f}x"
                                    f"{of_best}): pages too large or buffer too small for random access")]
 
 
@@ -67,8 +71,9 @@ def confirmed_lines(verdict: Verdict, metric: str, trials: list[Trial]) -> list[
         return [("confirmed", "no candidate completed its confirmation runs")]
     winner = verdict.winner
     low, high = min(winner.values), max(winner.values)
-    lines = [("confirmed best", f"{format_value(winner.median, metric)} median of {len(winner.values)} runs "
-                                f"({low:.4g}-{high:.4g}), {winner.label}: {show_params(winner.params)}")]
+    runs = f"median of {len(winner.values)} runs ({low:.4g}-{high:.4g})" if len(winner.values) > 1 else "1 run"
+    lines = [("confirmed best", f"{format_value(winner.median, metric)} {runs}, {winner.label}: "
+                                f"{show_params(winner.params)}")]
     if verdict.speedup is not None and verdict.speedup_spread is not None:
         low, high = verdict.speedup_spread
         lines.append(("confirmed speedup", f"{verdict.speedup:.2f}x (per round {low:.2f}-{high:.2f}x; "

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from autopager.parameters import format_size, show, show_params
 from autopager.run.goal import Goal
-from autopager.tuner.trial import Kind, Trial
+from autopager.tuner.trial import Kind, Status, Trial
 
 OUTPUTS = ("quiet", "normal", "verbose")
 
@@ -128,6 +128,8 @@ class Progress:
         runs = trial.runs
         if trial.ok:
             outcome = format_value(trial.value, self.metric) + (f" (median of {len(runs)})" if len(runs) > 1 else "")
+        elif trial.status is Status.CAPPED:  # slower than the cap allows: worse than the best, not failed
+            outcome = trial.error or "capped"
         else:
             outcome = f"FAILED ({trial.error})"
         gain = f" ({Goal.parse(self.goal).speedup(best, default):.2f}x the defaults)" if None not in (best, default) else ""

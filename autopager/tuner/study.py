@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from autopager.checks import flag
 from autopager.errors import ConfigError, StudyError
 from autopager.parameters import format_size, show_params
 from autopager.run.kernel_mmap import mmap_runner
@@ -69,7 +70,8 @@ from autopager.tuner.space import MMAP as MMAP_SETTING, Space
 from autopager.tuner.stopping import AUTO as PLATEAU_AUTO, plateau_trials
 from autopager.tuner.strategies import check_settings, make_strategy
 from autopager.tuner.strategies.base import Strategy
-from autopager.tuner.study_directory import CONFIG, TABLE, check_resumable, default_name, study_directory
+from autopager.tuner.study_directory import (CONFIG, TABLE, changed_identity, check_resumable, default_directory,
+                                             default_name, study_directory)
 from autopager.tuner.studylock import FINISHED, RUNNING, StudyLock
 from autopager.tuner.table import StudyTable, write_atomically
 from autopager.tuner.trial import Kind, Status, Trial
@@ -108,6 +110,11 @@ class Study:
         trial and at the end: the summary reads the table as the analysis does, a layer above the tuner."""
         self.config = config
         self.summary_writer = write_summary
+        for setting in ("study.resume", "study.save_profile", "baseline.mmap"):
+            flag(setting, OmegaConf.select(config, setting, default=False))
+        for setting in ("study.root", "profile_dir"):
+            if not str(OmegaConf.select(config, setting, default="") or "").strip():
+                raise ConfigError(f"{setting} must be a directory, not empty")
         self.settings = StudySettings.from_config(config)
         self.workload = Workload.from_config(config.workload, config.data_dir)
         self.space = Space(config.space, config.baseline)
@@ -124,9 +131,13 @@ class Study:
         self.runner = Runner.from_config(self.workload, config.runner)
         self.mmap_runner = mmap_runner(self.workload, config.runner) if config.baseline.get(MMAP_SETTING) else None
         launcher_settings(config.launcher)
-        name = config.study.name or default_name(self.strategy_name, space_name, self.workload.size,
-                                                 self.workload.buffer_size, self.runner.repeats)
-        self.directory = study_directory(config.study.root, self.workload.name, str(name))
+        self.passed_over: list[Path] = []  # default-named studies of other settings, beside which this one goes
+        if config.study.name:
+            self.directory = study_directory(config.study.root, self.workload.name, str(config.study.name))
+        else:
+            name = default_name(self.strategy_name, space_name, self.workload.size, self.workload.buffer_size,
+                                self.runner.repeats)
+            self.directory, self.passed_over = default_directory(config.study.root, self.workload.name, name, config)
         check_resumable(self.directory, config)
         self.workload.check()
         self.lock = StudyLock(self.directory)
@@ -212,6 +223,9 @@ class Study:
         self.search: Search | None = None  # once the strategy is set up
         resumed = len(self.table.rows)
         state = f"resuming after {resumed} trials" if resumed else "new"
+        if self.passed_over:
+            state += (f"; {self.passed_over[-1]} holds a study of other "
+                      f"{', '.join(changed_identity(self.passed_over[-1], self.config))} settings")
         self.progress.print(f"study {self.directory} ({state}): workload {self.workload.name}, "
                             f"strategy {self.strategy_name}\nspace:\n{self.space.describe()}")
         if self.warm_start is not None:
@@ -326,8 +340,10 @@ class Study:
         metric, goal = self.workload.metric, self.workload.goal
         trials = [trial for trial in self.table.rows if trial.kind is not Kind.MMAP]
         failed = sum(trial.status is Status.FAILED for trial in trials)
-        capped = sum(trial.status is Status.CAPPED and trial.kind is Kind.SEARCH for trial in trials)
+        capped = sum(trial.status is Status.CAPPED for trial in trials)
         reused = sum(trial.kind is Kind.REUSED for trial in trials)
+        searched = sum(trial.kind in (Kind.SEARCH, Kind.REUSED) for trial in trials)
+        budget = self.search.limit if self.search is not None else None
         reference = self.trials.defaults_value(default)
         gain = goal.speedup(best.value, reference[0])
         runs = len(defaults_runs(self.table.rows))
@@ -368,7 +384,10 @@ class Study:
                                                      self.settings.confirm.rounds)
         lines += objective_lines
         chosen = self.objective.chosen(self.table.rows, goal, best)
-        lines += [("trials", f"{len(trials)} ({failed} failed, {capped} capped{answered})"),
+        defaults, confirmation = (sum(trial.kind is kind for trial in trials) for kind in (Kind.DEFAULT, Kind.CONFIRM))
+        lines += [("trials", f"{searched}{f'/{budget}' if budget else ''} searched; {defaults} "
+                             f"run{'s' * (defaults != 1)} of the defaults, {confirmation} confirmation "
+                             f"run{'s' * (confirmation != 1)}; {failed} failed, {capped} capped{answered}"),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
                                   f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,

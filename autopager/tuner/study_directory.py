@@ -1,6 +1,7 @@
 """Where a study lives and what a resumed one must share: ``<study.root>/<workload>/<study.name>/`` (its name
 made from its settings when none is given) holding ``config.yaml`` and ``trials.csv``; running the same study
-again resumes it, unless a setting of its identity changed.
+again resumes it, unless a setting of its identity changed: then a study named by study.name is refused, and one
+named by default goes beside it (``<name>-2``).
 """
 from __future__ import annotations
 
@@ -45,17 +46,36 @@ def study_directory(root: str, workload: str, name: str) -> Path:
     return Path(root).expanduser() / workload / name
 
 
-def check_resumable(directory: Path, config: DictConfig) -> None:
-    """A ConfigError if ``directory`` holds a study that ``config`` may not resume."""
+def changed_identity(directory: Path, config: DictConfig) -> list[str]:
+    """The settings of its identity that the study in ``directory`` (if any) was run with otherwise than ``config``."""
     saved = directory / CONFIG
     if not (directory / TABLE).is_file() or not saved.is_file():
+        return []
+    old = yaml.safe_load(saved.read_text()) or {}
+    new = OmegaConf.to_container(config, resolve=True)
+    return [key for key in IDENTITY if identity(old, key) != identity(new, key)]
+
+
+def default_directory(root: str, workload: str, name: str, config: DictConfig) -> tuple[Path, list[Path]]:
+    """Where a study without a study.name goes: the first of ``<name>``, ``<name>-2``, ``<name>-3``, ... that is new or
+    holds a study of the same identity (which the same command thus resumes), and the directories passed over,
+    studies of that name run with other settings (another space, ...), which are left as they are."""
+    passed: list[Path] = []
+    while True:
+        directory = study_directory(root, workload, name if not passed else f"{name}-{len(passed) + 1}")
+        if not changed_identity(directory, config):
+            return directory, passed
+        passed.append(directory)
+
+
+def check_resumable(directory: Path, config: DictConfig) -> None:
+    """A ConfigError if ``directory`` holds a study that ``config`` may not resume."""
+    if not (directory / TABLE).is_file() or not (directory / CONFIG).is_file():
         return
     if not config.study.resume:
         raise ConfigError(f"study {directory} exists and study.resume=false: choose another study.name "
                           f"or remove that directory")
-    old = yaml.safe_load(saved.read_text()) or {}
-    new = OmegaConf.to_container(config, resolve=True)
-    changed = [key for key in IDENTITY if identity(old, key) != identity(new, key)]
+    changed = changed_identity(directory, config)
     if changed:
         raise ConfigError(f"study {directory} was run with other {', '.join(changed)} settings: to resume "
                           f"it, use the same ones; to start another study, give study.name=NAME")

@@ -52,7 +52,7 @@ def test_export_optuna_writes_one_trial_a_trial(study, tuner_home):
     code, out, err = autopager("export-optuna", f"synthetic/{NAME}", "--storage", storage)
     assert code == 0, out + err
     mirrored = optuna.load_study(study_name=f"synthetic/{NAME}", storage=storage)
-    assert mirrored.direction == optuna.study.StudyDirection.MINIMIZE
+    assert mirrored.direction == optuna.study.StudyDirection.MINIMIZE and mirrored.metric_names == ["seconds"]
     exported = sorted(mirrored.trials, key=lambda trial: trial.user_attrs["autopager_trial"])
     assert [trial.user_attrs["autopager_trial"] for trial in exported] == list(trials.trial)
     for trial, (_, row) in zip(exported, trials.iterrows()):
@@ -104,5 +104,6 @@ def test_the_dashboard_serves_the_study_and_its_page_shows_the_trials(study, tun
         assert "autopager_trial" in page.stdout  # the trial's attributes, as the mirror wrote them
     finally:
         server.terminate()
-        server.communicate(timeout=60)
+        _, err = server.communicate(timeout=60)
     assert (directory / "optuna.db").is_file()
+    assert "Warning" not in err, err  # a newcomer's terminal shows what it serves, not torch's deprecations

@@ -71,11 +71,12 @@ def test_notebook_shows_the_study_given_by_path(study, installed, monkeypatch):
     shown = "\n".join(texts)
     table = pd.read_csv(study / "trials.csv")
     trials = table[table.kind != "mmap"]
-    assert f"{study}: workload synthetic" in shown and f"strategy ax, {len(trials)} trials (1 of the defaults), 0 failed, " \
-        "0 capped" in shown
+    assert f"{study}: workload synthetic" in shown and (f"strategy ax; trials: {len(trials) - 1}/6 searched; 1 run of "
+                                                        "the defaults, 0 confirmation runs; 0 failed, 0 capped") in shown
     assert "The study ran no confirmation (confirm.rounds=0)." in shown
     assert "Ax's model from trial" in shown
     assert "from Ax's sensitivity analysis" in shown and "evict_high_water" in shown
+    assert "_OH_PARAM_" not in shown  # a choice (eviction) is one parameter, not Ax's one input a value
     best, defaults = trials.value.min(), trials.value.iloc[0]
     assert f"{defaults / best:.2f}x the defaults" in shown
     if MMAP:

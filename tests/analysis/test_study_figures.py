@@ -79,7 +79,7 @@ def test_the_report_ranks_trials_and_names_the_confirmed_winner_as_the_summary_d
     assert re.search(rf"confirmed best: .*trial {winner}:", out)
     assert (f"The confirmed winner: trial {winner}, " in text
             and f"{speedup[0]}x the defaults' confirmation runs (per round {speedup[1]}-{speedup[2]}x)" in text), text
-    assert "4 trials (2 of the defaults) and 6 confirmation runs, 0 failed, 0 capped" in text
+    assert "; trials: 2/2 searched; 2 runs of the defaults, 6 confirmation runs; 0 failed, 0 capped;" in text
 
 
 def test_a_profile_confirmed_on_the_median_with_a_slower_round_says_so(drifted):

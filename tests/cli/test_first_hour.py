@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -151,6 +152,11 @@ def test_studies_status_and_summary_json(tuner_home):
     summary = json.loads((directory / "summary.json").read_text())
     table = pd.read_csv(directory / "trials.csv")
     confirmed = re.search(r"confirmed speedup: +([0-9.]+)x \(per round ([0-9.]+)-([0-9.]+)x", out).groups()
+    counted = re.search(r"^trials: +(.*)$", out, re.M).group(1)
+    assert counted == (f"2/2 searched; {summary['trials']['defaults_runs']} run of the defaults, "
+                       f"{summary['trials']['confirmation_runs']} confirmation runs; 0 failed, 0 capped"), counted
+    noise = re.search(r"^noise: +\+-([0-9.]+)% a run", out, re.M).group(1)
+    assert f"{100 * summary['noise']['relative']:.1f}" == noise and summary["noise"]["assumed"] is True  # one run
     assert summary["state"] == "finished" and summary["trials"]["done"] == 2 and summary["trials"]["budget"] == 2
     assert summary["trials"]["confirmation_runs"] == int((table.kind == "confirm").sum()) > 0
     assert f"{summary['confirmed']['speedup']:.2f}" == confirmed[0]
@@ -170,11 +176,31 @@ def test_studies_status_and_summary_json(tuner_home):
                      rf"\({confirmed[1]}-{confirmed[2]}x a round\), trial \d+: ", first), first
     code, out, err = autopager("status", "first")
     assert code == 0, err
-    assert "(finished)" in out and "trials:      2/2 searched" in out and f"confirmed {confirmed[0]}x" in out, out
+    assert "(finished)" in out and f"trials:      {counted}\n" in out and f"confirmed {confirmed[0]}x" in out, out
+    assert f"noise:       +-{noise}% a run, assumed (noise.assumed)\n" in out, out
+    code, out, err = autopager("report", str(directory))
+    assert code == 0, out + err
+    assert f"trials: {counted};" in (directory / "report" / "report.md").read_text()
     code, out, err = autopager("status", "synthetic/first", "--json")
     assert code == 0 and json.loads(out)["confirmed"] == summary["confirmed"], out + err
     code, out, err = autopager("status", "nope")
     assert code == 2 and "no study 'nope'" in err
+
+
+def test_a_study_whose_confirmation_the_saved_profile_wins_names_it(tuner_home):
+    """A second study that searches nothing confirms only the saved profile's parameters: the winner is no trial."""
+    code, out, err = autopager("tune", *QUICK, "strategy=random", "budget.trials=2", "study.name=first")
+    assert code == 0 and "profile:                  saved" in out, out + err
+    code, out, err = autopager("tune", *QUICK, "strategy=default", "study.name=again")
+    assert code == 0, out + err
+    assert re.search(r"^confirmed best: .*, profile: ", out, re.M), out
+    code, out, err = autopager("studies")
+    again = next(line for line in out.splitlines() if line.startswith("synthetic/again "))
+    assert "trial None" not in again and re.search(r"confirmed [0-9.]+x \(.*\), the saved profile: ", again), again
+    code, out, err = autopager("report", "outputs/synthetic/again")
+    assert code == 0, out + err
+    assert ("The confirmed winner: the saved profile's parameters, "
+            in (tuner_home / "outputs" / "synthetic" / "again" / "report" / "report.md").read_text())
 
 
 def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
@@ -195,7 +221,7 @@ def test_status_watch_follows_a_running_study_to_its_end(tuner_home):
         gate.touch()
         out, err = watcher.communicate(timeout=300)
         assert watcher.returncode == 0, err
-        assert out.rstrip().splitlines()[-5].endswith("(finished)"), out
+        assert out.rstrip().split("\n\n")[-1].splitlines()[0].endswith("(finished)"), out  # the last status
         assert "trials:      1/1 searched" in out.split("(finished)")[-1], out
     finally:
         gate.touch()
@@ -241,6 +267,16 @@ def test_tune_and_run_say_that_they_generate_the_data(tuner_home):
     assert out.splitlines()[1] == preparing, out
 
 
+def test_read_amplification_gives_the_data_in_kib_or_mib(tuner_home):
+    """bfs's graph is no whole number of KiB: the summary rounds it (once printed as 556592 bytes' digits)."""
+    code, out, err = autopager("tune", "workload=bfs", "workload.size=12", "workload.buffer_size=32KiB",
+                               "strategy=default", "runner.page_cache=keep")
+    assert code == 0, out + err
+    data = sum(path.stat().st_size for path in (tuner_home / "data").glob("bfs-s12.*"))
+    assert data % 1024 and re.search(rf"^read amplification: +1 of 1 trials read 4x or more of the "
+                                     rf"{data / 1024:.0f}KiB of data \(up to [0-9.]+x", out, re.M), out
+
+
 def test_the_readme_multirun_makes_one_study_a_combination(tuner_home):
     readme = (REPO / "README.md").read_text()
     sweep = re.search(r"^autopager tune -m (.*?)#", readme, re.M).group(1).split()
@@ -253,22 +289,60 @@ def test_the_readme_multirun_makes_one_study_a_combination(tuner_home):
     assert len(combinations) == 4 and len(directories) == 4, directories
 
 
-def test_the_python_snippet_runs_from_the_repository_root(tmp_path):
-    """A fresh clone after `pip install .`: in its root, `import autopager` finds the checkout's autopager/, which
-    has no native module built into it; the installed package's (here the repository's, on the path after) serves."""
-    root = tmp_path / "clone"
+def test_the_readme_python_snippet_runs_as_written_from_the_repository_root(tuner_home):
+    """The README's snippet, verbatim, in a fresh clone's root after `pip install .` and the quick start (here its
+    profile made small): `import autopager` finds the checkout's autopager/, which has no native module built into
+    it; the installed package's (here the repository's, on the path after) serves."""
+    code, out, err = autopager("tune", "workload=sort", "workload.size=4", "workload.buffer_size=1MiB",
+                               "strategy=default", "confirm.rounds=0", "runner.page_cache=keep")
+    assert code == 0 and "profile:" in out, out + err
+    snippet = re.search(r"^```python\n(.*?)^```$", (REPO / "README.md").read_text(), re.M | re.S).group(1)
+    root = tuner_home / "clone"
     shutil.copytree(REPO / "autopager", root / "autopager", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
-    data = tmp_path / "big.f64"
-    numpy.arange(1 << 17, dtype=numpy.float64).tofile(data)
-    snippet = ("import numpy as np, autopager\n"
-               f"a = autopager.memmap({str(data)!r}, dtype=np.float64, mode='r', page_size='64KiB', "
-               "buffer_size='256KiB')\n"
-               "print(autopager.__file__, a.sum())\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(REPO)]))}
-    run = subprocess.run([sys.executable, "-c", snippet], cwd=root, env=env, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run([sys.executable, "-"], input=snippet + "print(autopager.__file__)\n", cwd=root,
+                         capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == [str(root / "autopager" / "__init__.py"), f"{float((1 << 17) * ((1 << 17) - 1) // 2)}"]
+    total, read, last, module = run.stdout.split()
+    words = (1 << 22)
+    assert float(total) == words * (words - 1) / 2 and float(last) == words - 1 and int(read) > 0, run.stdout
+    assert module == str(root / "autopager" / "__init__.py")
+    assert numpy.array_equal(numpy.fromfile(root / "x.bin"), numpy.arange(words - 1000, words, dtype=numpy.float64))
+
+
+def test_the_readme_shell_lines_are_commands():
+    """Every `autopager ...` line of the README's shell blocks names a command the CLI has, one command a line."""
+    readme = (REPO / "README.md").read_text()
+    lines = [line.split("#")[0].strip() for block in re.findall(r"^```bash\n(.*?)^```$", readme, re.M | re.S)
+             for line in block.splitlines() if line.startswith("autopager ")]
+    code, usage, err = autopager("--help")
+    assert code == 0, err
+    commands = set(re.findall(r"^\s+autopager ([a-z-]+)", usage, re.M)) | {"--version", "--help"}
+    assert len(lines) > 20 and {"tune", "run", "profile", "exec", "status", "report"} <= commands, commands
+    for line in lines:
+        words = shlex.split(line)
+        assert words[1] in commands and "|" not in words, line
+        if words[1] == "profile":
+            assert words[2] in ("list", "show", "export", "delete"), line
+
+
+def test_a_study_of_other_settings_goes_beside_the_default_named_one(tuner_home):
+    """The README's `tune workload=sort space.read_ahead=[0,4,16]` then `tune workload=sort baseline.mmap=true`: the
+    second study, of the same default name but another space, goes beside the first; each command resumes its own."""
+    searched = ["space.read_ahead=[0,4]", "strategy=random", "budget.trials=1", "confirm.rounds=0"]
+    plain = ["strategy=random", "budget.trials=1", "confirm.rounds=0"]
+    studies = tuner_home / "outputs" / "synthetic"
+    code, out, err = autopager("tune", *QUICK, *searched)
+    assert code == 0 and "study outputs/synthetic/random-size1-buf64MiB (new)" in out, out + err
+    code, out, err = autopager("tune", *QUICK, *plain)
+    assert code == 0, out + err
+    assert ("study outputs/synthetic/random-size1-buf64MiB-2 (new; outputs/synthetic/random-size1-buf64MiB holds a "
+            "study of other space settings)") in out, out
+    for args, name in ((searched, "random-size1-buf64MiB"), (plain, "random-size1-buf64MiB-2")):
+        code, out, err = autopager("tune", *QUICK, *args)
+        assert code == 0 and f"study outputs/synthetic/{name} (resuming after" in out, out + err
+    assert sorted(path.name for path in studies.iterdir()) == ["random-size1-buf64MiB", "random-size1-buf64MiB-2"]
+    code, out, err = autopager("tune", *QUICK, *plain, "study.name=random-size1-buf64MiB")
+    assert code == 2 and "was run with other space settings" in err, out + err  # a name given is that study
 
 
 def test_the_readme_names_the_study_its_quick_start_makes(tuner_home):

@@ -37,6 +37,17 @@ def test_help_lists_workloads_strategies_and_the_space(tuner_home):
     (["tune", "workload=synthetic", "strategy.trials=0"], "strategy.trials must be a whole number >= 1 or null, not 0"),
     (["tune", "workload=synthetic", "budget.trials=-1"], "budget.trials must be a whole number >= 0"),
     (["tune", "workload=synthetic", "budget.minutes=soon"], "budget.minutes must be a number > 0"),
+    (["tune", "workload=synthetic", "confirm.rounds=-1"], "confirm.rounds must be a whole number >= 0, not -1"),
+    (["tune", "workload=synthetic", "study.resume=maybe"], "study.resume must be true or false, not 'maybe'"),
+    (["tune", "workload=synthetic", "study.save_profile=x"], "study.save_profile must be true or false, not 'x'"),
+    (["tune", "workload=synthetic", "baseline.mmap=x"], "baseline.mmap must be true or false, not 'x'"),
+    (["tune", "workload=synthetic", "runner.memory_headroom=x"], "runner.memory_headroom: not a size: 'x'"),
+    (["tune", "workload=synthetic", "workload.threads=x"], "workload.threads must be a whole number >= 1"),
+    (["tune", "workload=synthetic", "max_threads=x"], "max_threads must be a whole number >= 1, not 'x'"),
+    (["tune", "workload=synthetic", "data_dir="], "data_dir must be a directory, not empty"),
+    (["tune", "workload=synthetic", "study.root="], "study.root must be a directory, not empty"),
+    (["tune", "workload=synthetic", "profile_dir="], "profile_dir must be a directory, not empty"),
+    (["run", "workload=synthetic", "max_threads=0"], "max_threads must be a whole number >= 1, not 0"),
     (["run", "workload=synthetic", "profile=nope"], "no profile named 'nope'"),
     (["run", "workload=synthetic", "run.rounds=-2"], "run.rounds must be a whole number"),
     (["profile", "show", "nope"], "no profile named 'nope'"),
@@ -48,4 +59,6 @@ def test_bad_input_exits_2_with_a_clear_message_before_any_trial(tuner_home, cap
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("autopager: error: ") and message in err, err
+    assert message in err.splitlines()[0] and (err.count("\n") == 1 or args[0] not in ("tune", "run")), err
+    # a bad setting: one line (an unknown command is followed by the usage)
     assert not os.path.exists("outputs")

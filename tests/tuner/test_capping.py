@@ -29,6 +29,9 @@ def test_a_trial_that_would_take_20x_the_incumbent_costs_at_most_cap_x(tuner_hom
     assert "capped after" in slow.error
     out = capsys.readouterr().out
     assert "1 capped" in out and "page_size=256KiB" in out.split("best measured:")[1]
+    capped_line = next(line for line in out.splitlines() if "page_size=1GiB" in line and "best" in line)
+    assert re.match(r"\[ *\d+(/\d+)?\] capped after [0-9.]+ s \(slower than the cap allows\) ", capped_line), out
+    assert "FAILED" not in out  # capped: worse than the best, not failed
     process = autopager_process("report", "outputs/synthetic/pagesize-size200-buf16GiB")
     report_out, err = process.communicate(timeout=600)
     assert process.returncode == 0, report_out + err

@@ -62,9 +62,10 @@ def test_a_killed_study_resumes_without_losing_a_trial(tuner_home, capsys, strat
 def test_a_study_resumes_only_with_the_same_settings(tuner_home, capsys):
     args = ["tune", "workload=synthetic", "workload.size=1", "runner.page_cache=evict", "strategy=default"]
     assert main(args) == 0
-    assert main([*args, "space.read_ahead=2"]) == 2
+    assert main([*args, "space.read_ahead=2", "study.name=default-size1-buf64MiB"]) == 2
     assert "was run with other space settings" in capsys.readouterr().err
-    assert main([*args, "space.read_ahead=2", "study.name=other"]) == 0
+    assert main([*args, "space.read_ahead=2"]) == 0  # without a study.name: beside it
+    assert "outputs/synthetic/default-size1-buf64MiB-2 (new; " in capsys.readouterr().out
     assert main([*args, "study.resume=false"]) == 2
     assert "exists and study.resume=false" in capsys.readouterr().err
 
