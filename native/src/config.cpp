@@ -299,10 +299,9 @@ void Config::validate() const {
     refuse(kReadAround, read_around, read_around % sys != 0 ? "not a multiple of the system page size" : "out of range",
            allowed(kReadAround));
   }
-  if (read_only_page_size != 0 && (read_only_page_size % sys != 0 || read_only_page_size > page_size))
+  if (read_only_page_size % sys != 0)
     throw ConfigError("read_only_page_size = " + std::to_string(read_only_page_size) +
-                      ": not a multiple of the system page size at most page_size (UMAP_PAGESIZE) = " +
-                      std::to_string(page_size) + "; allowed: 0 (page_size) or such a multiple");
+                      ": not a multiple of the system page size; allowed: 0 (page_size) or such a multiple");
   check_range(kFaultEvents, max_fault_events);
   check_range(kMonitor, monitor_interval);
   if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))

@@ -49,9 +49,10 @@ struct Config {
   std::size_t page_size = 0;        // the unit of residency and dirtiness of writable regions, and of every region
                                     // when read_only_page_size is 0; a multiple of the system page
                                     // (page_size_for_buffer when none is given)
-  std::size_t read_only_page_size = 0;  // the page of read-only regions; 0: page_size. defaults(): the system page
-                                        // (read_only_page_size_for_buffer), which reads grow from (read_around,
-                                        // read-ahead runs); a page size given (UMAP_PAGESIZE) sets it to 0
+  std::size_t read_only_page_size = 0;  // the page of read-only regions, at most page_size; 0: page_size.
+                                        // defaults(): the system page (read_only_page_size_for_buffer), which
+                                        // reads grow from (read_around, read-ahead runs); a page size given
+                                        // (UMAP_PAGESIZE) sets it to 0
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
   unsigned evictors = 0;            // threads writing back and evicting; defaults(): half the hardware threads, ≥ 1
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
@@ -92,9 +93,9 @@ struct Config {
   void validate() const;
 
   std::size_t buffer_bytes() const { return static_cast<std::size_t>(buffer_pages) * page_size; }
-  // The page of a region: read-only ones take read_only_page_size where it is set.
+  // The page of a region: read-only ones take read_only_page_size where it is set (and smaller).
   std::size_t page_size_for(bool writable) const {
-    return writable || read_only_page_size == 0 ? page_size : read_only_page_size;
+    return writable || read_only_page_size == 0 || read_only_page_size > page_size ? page_size : read_only_page_size;
   }
   std::string to_string() const;
 };
