@@ -24,6 +24,7 @@ from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
 from autopager.run.settings import NoiseSettings
+from autopager.tuner import outcome
 from autopager.tuner.front_confirmation import against_fastest
 from autopager.tuner.measuring import relative_noise
 from autopager.tuner.memory_front import front, memory_bytes
@@ -154,12 +155,10 @@ def counts(summary: dict[str, Any]) -> str:
 
 
 def trial_counts(summary: dict[str, Any]) -> str:
-    """How many trials of each kind, as the tuner's summary, the status and the report say it."""
+    """How many trials of each kind, in the tuner's words (autopager.tuner.outcome.trial_counts)."""
     trials = summary["trials"]
-    defaults, confirmation = trials["defaults_runs"], trials["confirmation_runs"]
-    return (f"{counts(summary)} searched; {defaults} run{'s' * (defaults != 1)} of the defaults, "
-            f"{confirmation} confirmation run{'s' * (confirmation != 1)}; {trials['failed']} failed, "
-            f"{trials['capped']} capped")
+    return outcome.trial_counts(counts(summary), trials["defaults_runs"], trials["confirmation_runs"],
+                                trials["failed"], trials["capped"])
 
 
 def one_line(summary: dict[str, Any]) -> str:

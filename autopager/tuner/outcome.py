@@ -66,6 +66,21 @@ def read_amplification(workload: Workload, trials: Trials, best: Trial) -> list[
                                    f"{of_best}): pages too large or buffer too small for random access")]
 
 
+def trial_counts(searched: str, defaults: int, confirmation: int, failed: int, capped: int) -> str:
+    """How many trials of each kind, as the tuner's summary, the status and the report say it (``searched``: the
+    count, or the count over the budget)."""
+    return (f"{searched} searched; {defaults} run{'s' * (defaults != 1)} of the defaults, {confirmation} confirmation "
+            f"run{'s' * (confirmation != 1)}; {failed} failed, {capped} capped")
+
+
+def noise_line(noise: float, runs: int, measured: bool) -> str:
+    """The search's noise a run: the spread of the defaults' ``runs`` where they ``measured`` it, else assumed."""
+    if measured:
+        return f"+-{100 * noise:.1f}% a run (the spread of the defaults' {runs} runs)"
+    return (f"+-{100 * noise:.1f}% a run, assumed (noise.assumed): "
+            f"{'the defaults ran once' if runs == 1 else 'no run of the defaults measured it'}")
+
+
 def confirmed_lines(verdict: Verdict, metric: str, trials: list[Trial]) -> list[tuple[str, str]]:
     if verdict.winner is None:
         return [("confirmed", "no candidate completed its confirmation runs")]

@@ -38,9 +38,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import signal
 import statistics
-import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -60,6 +58,7 @@ from autopager.tuner.confirmation import Confirmation, Verdict
 from autopager.tuner.first_points import FirstPoints
 from autopager.tuner.front_confirmation import summary_lines
 from autopager.tuner.in_flight import InFlight, InFlightRecord
+from autopager.tuner.interrupts import terminate_as_interrupt
 from autopager.tuner.launchers import launcher_settings, make_launcher
 from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise
 from autopager.tuner.memory_front import Objective
@@ -80,23 +79,6 @@ from autopager.tuner.trials import MEASURED, Trials
 from autopager.tuner.warm_start import ORIGIN as WARM, seeds as warm_seeds
 
 WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt while the study runs, so the trial in flight is killed as with Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 # (study directory, state, trial budget, why the search stopped early)
@@ -370,10 +352,8 @@ class Study:
             lines.append(("speedup over kernel mmap", f"{goal.speedup(best.value, kernel.value):.2f}x "
                                                       f"(kernel mmap: {format_value(kernel.value, metric)})"
                           if kernel.ok else f"- (kernel mmap failed: {kernel.error})"))
-        measured_noise = relative_noise(defaults_runs(self.table.rows))
-        lines.append(("noise", f"+-{100 * self.trials.noise():.1f}% a run (the spread of the defaults' {runs} runs)"
-                      if measured_noise is not None else f"+-{100 * self.trials.noise():.1f}% a run, assumed (noise.assumed): "
-                      f"{'the defaults ran once' if runs == 1 else 'no run of the defaults measured it'}"))
+        lines.append(("noise", outcome.noise_line(self.trials.noise(), runs,
+                                                  relative_noise(defaults_runs(self.table.rows)) is not None)))
         if verdict is not None:
             lines += outcome.confirmed_lines(verdict, metric, self.table.rows)
         lines += outcome.read_amplification(self.workload, self.trials, best)
@@ -385,9 +365,8 @@ class Study:
         lines += objective_lines
         chosen = self.objective.chosen(self.table.rows, goal, best)
         defaults, confirmation = (sum(trial.kind is kind for trial in trials) for kind in (Kind.DEFAULT, Kind.CONFIRM))
-        lines += [("trials", f"{searched}{f'/{budget}' if budget else ''} searched; {defaults} "
-                             f"run{'s' * (defaults != 1)} of the defaults, {confirmation} confirmation "
-                             f"run{'s' * (confirmation != 1)}; {failed} failed, {capped} capped{answered}"),
+        lines += [("trials", outcome.trial_counts(f"{searched}{f'/{budget}' if budget else ''}", defaults, confirmation,
+                                                  failed, capped) + answered),
                   ("tuning time", f"{self.progress.elapsed():.1f} s this session, loading and preparation included "
                                   f"({self.trials.tuning_seconds():.1f} s in the study's trials)")]
         summary = {"directory": self.directory, "best": best, "default": default, "kernel_mmap": kernel,

@@ -1,8 +1,10 @@
 // The NBD store against a real nbdkit: every byte through the store and through the pager, the file plugin's
-// file, a server killed or stopped mid-run (reads SIGBUS, write-backs reported, nothing hangs), an export
-// that is full or shorter than a page, read errors from the server.
+// file, a long call's requests as the server sees them, a server killed or stopped mid-run (reads SIGBUS,
+// write-backs reported, nothing hangs), an export that is full or shorter than a page, read errors from the
+// server.
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "fault_injection.hpp"
@@ -146,6 +148,53 @@ TEST(NbdStore, SeveralConnectionsOnlyWhereTheServerAllowsThem) {
     std::remove(log.c_str());
     rmdir(dir);
   }
+}
+
+// The requests of one kind ("Write", "Read") in nbdkit's log: each one's connection and byte count.
+std::vector<std::pair<unsigned, std::uint64_t>> requests_logged(const std::string& log, const std::string& kind) {
+  std::ifstream in(log);
+  std::vector<std::pair<unsigned, std::uint64_t>> requests;
+  for (std::string line; std::getline(in, line);) {
+    const auto connection = line.find("connection=");
+    const auto count = line.find(" count=0x");
+    if (connection == std::string::npos || count == std::string::npos || line.find(" " + kind + " id=") == std::string::npos) continue;
+    requests.emplace_back(std::stoul(line.substr(connection + 11)), std::stoull(line.substr(count + 9), nullptr, 16));
+  }
+  return requests;
+}
+
+// A write-back of a run of pages is received and stored by the server in parallel: 1 MiB requests dealt out
+// over the connections, not one request of the whole run on one connection.
+TEST(NbdStore, ALongCallGoesAsMebibyteRequestsOverEveryConnection) {
+  AUTOPAGER_REQUIRE_NBDKIT();
+  char dir[] = "/tmp/autopager-nbdlog-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string log = std::string(dir) + "/log";
+  const std::size_t size = 8u << 20;
+  const auto bytes = pattern(size, 11);
+  {
+    NbdServer server({"--filter=log", "memory", "16M", "logfile=" + log});
+    NbdStoreOptions options;
+    options.connections = 4;
+    auto store = make_nbd_store(server.uri(), options);
+    ASSERT_EQ(store->write(bytes.data(), size, 4096), static_cast<ssize_t>(size));
+    std::vector<std::uint8_t> back(size);
+    ASSERT_EQ(store->read(back.data(), size, 4096), static_cast<ssize_t>(size));
+    EXPECT_TRUE(back == bytes);
+    store.reset();
+  }
+  for (const char* kind : {"Write", "Read"}) {
+    const auto requests = requests_logged(log, kind);
+    ASSERT_EQ(requests.size(), 8u) << kind;
+    std::set<unsigned> connections;
+    for (const auto& [connection, count] : requests) {
+      EXPECT_EQ(count, 1u << 20) << kind;
+      connections.insert(connection);
+    }
+    EXPECT_EQ(connections.size(), 4u) << kind;
+  }
+  std::remove(log.c_str());
+  rmdir(dir);
 }
 
 TEST(NbdStore, PagerMapsTheExportAndEveryWriteReachesIt) {

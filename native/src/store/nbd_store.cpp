@@ -2,12 +2,13 @@
 //
 // Each connection has one I/O thread that drives libnbd's state machine with poll(2); the callers (fillers,
 // evictors, flushes) submit their requests on a connection and wait for their completion callbacks, so many
-// requests are in flight on each connection at once, and one read or write of several chunks has all its
-// chunks in flight together. Where the server allows it (nbd_can_multi_conn), the store opens several
-// connections and spreads the calls over them.
+// requests are in flight on each connection at once. A call longer than a request (a write-back of a run of
+// pages) is cut into requests of at most kRequestSize, all in flight together. Where the server allows it
+// (nbd_can_multi_conn), the store opens several connections and deals the requests out over them in turn, so
+// that one call's requests are received and stored by the server in parallel.
 //
-// libnbd has no timeouts: a request that is not answered within the store's timeout shuts the connection
-// down (so that no late reply can write into a buffer the caller has given up), and that connection, like one
+// libnbd has no timeouts: a call that is not answered within the store's timeout shuts its connections
+// down (so that no late reply can write into a buffer the caller has given up), and such a connection, like one
 // whose server went away, fails every request from then on (EIO): a read the pager then cannot serve is
 // SIGBUS, a write-back is reported and its page kept dirty.
 #include <libnbd.h>
@@ -33,7 +34,16 @@
 namespace autopager {
 namespace {
 
-constexpr std::uint64_t kLargestRequest = 32ULL << 20;  // what NBD servers accept in one request
+// The most bytes one request carries (fewer where the server says so: nbd_get_block_size). A write-back of
+// 8 MiB as one request is received whole before the server stores any of it, into a buffer nbdkit allocates
+// for it (fresh memory, faulted in every time), and storing it holds the memory plugin's one lock over all
+// 8 MiB; as 1 MiB requests over the connections, the server receives and stores them in parallel. A page of
+// 1 MiB is still one request (smaller requests for reads cost more CPU and gained nothing measured).
+constexpr std::uint64_t kRequestSize = 1ULL << 20;
+// The send buffer asked for on a Unix socket (Linux caps it at net.core.wmem_max): a 1 MiB request goes out
+// in one call from the submitting thread, in a few large pieces, instead of 200 KiB at a time (the default)
+// with the I/O thread sending the rest, each piece a wake-up of the server. TCP keeps its own tuning.
+constexpr int kUnixSendBuffer = 4 << 20;
 
 std::runtime_error nbd_failure(const std::string& uri, const std::string& what) {
   const char* reason = nbd_get_error();
@@ -87,6 +97,7 @@ class Connection {
     try {
       connect(uri, timeout);
       fd_ = nbd_aio_get_fd(handle_);
+      enlarge_send_buffer();
       wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
       if (wake_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd for an NBD connection");
       io_ = start_pager_thread("ap-nbd", [this] { drive(); });
@@ -109,7 +120,8 @@ class Connection {
   nbd_handle* handle() const { return handle_; }
 
   // Submits one request (`submit` calls nbd_aio_*) counted in `completion`; on a refused submission the
-  // completion gets its error at once.
+  // completion gets its error at once. libnbd sends the request from this thread as far as the socket takes
+  // it; the I/O thread, already polling for the replies, is woken only when the rest is left to send.
   template <typename Submit>
   void start(Completion& completion, Submit submit) {
     completion.add();
@@ -119,18 +131,14 @@ class Connection {
       completion.done(error != 0 ? error : EIO);
       return;
     }
-    wake();
+    if (nbd_aio_get_direction(handle_) & LIBNBD_AIO_DIRECTION_WRITE) wake();
   }
 
-  // Waits for `completion` until the deadline and returns true; past it, shuts the connection down so that
-  // libnbd fails the requests still in flight (their buffers are then the caller's again), waits for that
-  // and returns false.
-  bool wait(Completion& completion, std::chrono::steady_clock::time_point deadline) {
-    if (completion.wait_until(deadline)) return true;
+  // Shuts the connection down, so that libnbd fails the requests in flight on it (their buffers are then
+  // their callers' again) and every later one.
+  void shut_down() {
     ::shutdown(fd_, SHUT_RDWR);
     wake();
-    completion.wait();
-    return false;
   }
 
  private:
@@ -146,14 +154,23 @@ class Connection {
     }
   }
 
+  void enlarge_send_buffer() {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) != 0 || address.ss_family != AF_UNIX) return;
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &kUnixSendBuffer, sizeof kUnixSendBuffer);  // the default still works
+  }
+
   void wake() {
     const std::uint64_t one = 1;
     (void)!::write(wake_, &one, sizeof one);
   }
 
-  // The connection's I/O thread: sends and receives for every request submitted, until the store is
-  // destroyed. Once the connection died (libnbd then failed every request in flight, and refuses later ones)
-  // it only waits to be stopped: it is joined with the store, which a pager may keep until the exit.
+  // The connection's I/O thread: receives every reply, and sends what the submitting thread could not, until
+  // the store is destroyed. Only this thread and a submission (which wakes it when output is left) change
+  // libnbd's direction, and this thread reads it again before every poll. Once the connection died (libnbd
+  // then failed every request in flight, and refuses later ones) it only waits to be stopped: it is joined
+  // with the store, which a pager may keep until the exit.
   void drive() {
     while (!stopping_.load()) {
       const bool alive = nbd_aio_is_dead(handle_) != 1 && nbd_aio_is_closed(handle_) != 1;
@@ -201,7 +218,7 @@ class NbdStore final : public Store {
     writable_ = nbd_is_read_only(first) != 1;
     can_flush_ = nbd_can_flush(first) == 1;
     const std::int64_t largest = nbd_get_block_size(first, LIBNBD_SIZE_MAXIMUM);
-    largest_request_ = largest > 0 ? std::min<std::uint64_t>(largest, kLargestRequest) : kLargestRequest;
+    request_size_ = largest > 0 ? std::min<std::uint64_t>(largest, kRequestSize) : kRequestSize;
     const unsigned wanted = options.connections == 0 ? 4 : options.connections;
     if (nbd_can_multi_conn(first) == 1) {
       while (connections_.size() < wanted) connections_.push_back(std::make_unique<Connection>(uri, timeout_));
@@ -239,9 +256,7 @@ class NbdStore final : public Store {
     for (auto& connection : connections_) {
       connection->start(completion, [](nbd_handle* h, nbd_completion_callback cb) { return nbd_aio_flush(h, cb, 0); });
     }
-    bool answered = true;
-    for (auto& connection : connections_) answered = connection->wait(completion, deadline) && answered;
-    if (!answered) return static_cast<int>(fail(ETIMEDOUT));
+    if (!answered(completion, deadline, 0, connections_.size())) return static_cast<int>(fail(ETIMEDOUT));
     return completion.error() != 0 ? static_cast<int>(fail(completion.error())) : 0;
   }
 
@@ -249,19 +264,34 @@ class NbdStore final : public Store {
   bool writable() const override { return writable_; }
 
  private:
-  // Moves `count` bytes in chunks the server accepts, all in flight at once on one connection, and waits for
-  // them; returns 0, the first error, or ETIMEDOUT when the server did not answer in time.
+  // Moves `count` bytes as requests of at most request_size_, all in flight at once, dealt out over the
+  // connections in turn, and waits for them; returns 0, the first error, or ETIMEDOUT when the server did not
+  // answer in time.
   template <typename Chunk>
   int transfer(std::size_t count, Chunk chunk) {
-    Connection& connection = *connections_[next_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
+    const std::size_t requests = static_cast<std::size_t>((count + request_size_ - 1) / request_size_);
+    const std::size_t first = next_.fetch_add(requests, std::memory_order_relaxed);
     Completion completion;
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    for (std::size_t done = 0; done < count; done += largest_request_) {
-      const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(largest_request_, count - done));
-      connection.start(completion, [&](nbd_handle* h, nbd_completion_callback cb) { return chunk(h, done, length, cb); });
+    for (std::size_t i = 0; i < requests; ++i) {
+      const std::size_t done = static_cast<std::size_t>(i * request_size_);
+      const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(request_size_, count - done));
+      connections_[(first + i) % connections_.size()]->start(
+          completion, [&](nbd_handle* h, nbd_completion_callback cb) { return chunk(h, done, length, cb); });
     }
-    if (!connection.wait(completion, deadline)) return ETIMEDOUT;
+    if (!answered(completion, deadline, first, std::min(requests, connections_.size()))) return ETIMEDOUT;
     return completion.error();
+  }
+
+  // Waits for `completion` until the deadline and returns true; past it, shuts down the `used` connections
+  // from index `first` on (libnbd then fails their requests, so no late reply writes into a buffer the caller
+  // has taken back), waits for that and returns false.
+  bool answered(Completion& completion, std::chrono::steady_clock::time_point deadline, std::size_t first,
+                std::size_t used) {
+    if (completion.wait_until(deadline)) return true;
+    for (std::size_t i = 0; i < used; ++i) connections_[(first + i) % connections_.size()]->shut_down();
+    completion.wait();
+    return false;
   }
 
   static ssize_t fail(int error) {
@@ -274,7 +304,7 @@ class NbdStore final : public Store {
   std::vector<std::unique_ptr<Connection>> connections_;
   std::atomic<std::size_t> next_{0};
   std::uint64_t size_ = 0;
-  std::uint64_t largest_request_ = kLargestRequest;
+  std::uint64_t request_size_ = kRequestSize;
   bool writable_ = true;
   bool can_flush_ = false;
 };
