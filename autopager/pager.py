@@ -38,6 +38,7 @@ class PagingParameters(TypedDict, total=False):
     eviction: str
     read_ahead: int
     read_ahead_run: Union[int, str]
+    read_around: Union[int, str]
     max_fault_events: int
     direct_io: int
     compression: str
@@ -58,7 +59,8 @@ class Pager:
     Parameters (all optional; see DESIGN.md): page_size (bytes, or "64KiB"), fillers, evictors,
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), eviction (the policy:
     "fifo", the default, "hotfifo", "s3fifo" or "clock"), read_ahead (reads),
-    read_ahead_run (bytes, or "4MiB": the largest read-ahead read),
+    read_ahead_run (bytes, or "4MiB": the largest read-ahead read), read_around (bytes: the most read around a
+    fault that starts no stream in an array that fits in the buffer; 0: its page alone),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it), compression ("none",
     "lz4", "zstd": how the pages of arrays on NBD exports are stored), huge_pages ("off", the default, "on",
@@ -113,7 +115,7 @@ class Pager:
         return {"page_size": c.page_size, "fillers": c.fillers, "evictors": c.evictors,
                 "buffer_size": c.buffer_pages * c.page_size, "evict_high_water": c.evict_high_water,
                 "evict_low_water": c.evict_low_water, "evict_retain": c.evict_retain, "eviction": c.eviction,
-                "read_ahead": c.read_ahead, "read_ahead_run": c.read_ahead_run,
+                "read_ahead": c.read_ahead, "read_ahead_run": c.read_ahead_run, "read_around": c.read_around,
                 "max_fault_events": c.max_fault_events, "direct_io": int(c.direct_io), "compression": c.compression,
                 "huge_pages": c.huge_pages}
 
@@ -238,19 +240,23 @@ def resolve_parameters(profile: Optional[ProfileLike], params: Mapping[str, Any]
 
 def native_config(params: Mapping[str, Any]) -> _native.Config:
     """The environment's configuration (UMAP_*) overridden by `params`. buffer_size is in bytes; when
-    only page_size changes, the buffer keeps its size in bytes; when only buffer_size changes and no page
-    size is given (page_size, UMAP_PAGESIZE), the page size is the pager's choice for that buffer
-    (_native.page_size_for_buffer). Raises ValueError naming a bad value."""
+    only page_size changes, the buffer keeps its size in bytes, and the page size is every region's; when only
+    buffer_size changes and no page size is given (page_size, UMAP_PAGESIZE), the page sizes are the pager's
+    choice for that buffer (_native.page_size_for_buffer for writable regions, read_only_page_size_for_buffer
+    for read-only ones). Raises ValueError naming a bad value."""
     checked = check_params(params)
     config = _native.Config.from_environment()
     buffer_bytes = config.buffer_pages * config.page_size
     for name, value in checked.items():
         if name != "buffer_size":
             setattr(config, name, bool(value) if name == "direct_io" else value)
+    if "page_size" in checked:
+        config.read_only_page_size = 0
     if "buffer_size" in checked:
         buffer_bytes = checked["buffer_size"]
         if "page_size" not in checked and not _page_size_in_environment():
             config.page_size = _native.page_size_for_buffer(buffer_bytes)
+            config.read_only_page_size = _native.read_only_page_size_for_buffer(buffer_bytes)
     config.buffer_pages = buffer_bytes // config.page_size
     if config.buffer_pages < 2:
         raise ValueError(f"buffer_size={buffer_bytes} bytes is less than two pages (page_size={config.page_size}); "

@@ -33,7 +33,8 @@ class Parameter:
     choices: tuple[str, ...] = ()  # a categorical parameter's values (the first is the pager's default)
 
 
-# Beyond these ranges, as the pager checks: page_size and read_ahead_run are multiples of the system page;
+# Beyond these ranges, as the pager checks: page_size, read_ahead_run and read_around are multiples of the
+# system page;
 # buffer_size holds at least two and at most PHYSICAL_PAGES * SYSTEM_PAGE / page_size pages of page_size;
 # evict_low_water < evict_high_water.
 PARAMETER_TABLE: tuple[Parameter, ...] = (
@@ -47,6 +48,7 @@ PARAMETER_TABLE: tuple[Parameter, ...] = (
     Parameter("eviction", "UMAP_EVICTION", choices=("fifo", "hotfifo", "s3fifo", "clock")),
     Parameter("read_ahead", "UMAP_READ_AHEAD", 0, 1 << 20, "pages", zero_turns_off=True),
     Parameter("read_ahead_run", "UMAP_READ_AHEAD_RUN", SYSTEM_PAGE, 256 << 20, "bytes", size=True),
+    Parameter("read_around", "UMAP_READ_AROUND", 0, 256 << 20, "bytes", zero_turns_off=True, size=True),
     Parameter("max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, 4096),
     Parameter("direct_io", "UMAP_DIRECT_IO", 0, 1, zero_turns_off=True),
     Parameter("compression", "UMAP_COMPRESSION", choices=("none", "lz4", "zstd")),  # of NBD stores' pages
@@ -94,7 +96,7 @@ def _shown(value: Any) -> str:
 def _allowed(parameter: Parameter) -> str:
     if parameter.choices:
         return f"one of {', '.join(parameter.choices)}"
-    if parameter.name in ("page_size", "read_ahead_run"):
+    if parameter.name in ("page_size", "read_ahead_run", "read_around"):
         return f"a multiple of the system page size {SYSTEM_PAGE} from {parameter.low} to {parameter.high} bytes"
     if parameter.name == "buffer_size":
         return f"from two pages of page_size to {format_size(parameter.high * SYSTEM_PAGE)} (physical memory)"
@@ -122,7 +124,7 @@ def check_value(name: str, value: Any) -> Any:
             number = int(value)  # a string of more digits than Python converts is a ValueError too
         except ValueError:
             raise ValueError(f"{name}={_shown(value)}: not an integer; allowed: {_allowed(parameter)}") from None
-    if name in ("page_size", "read_ahead_run") and number % SYSTEM_PAGE and 0 < number <= parameter.high:
+    if name in ("page_size", "read_ahead_run", "read_around") and number % SYSTEM_PAGE and 0 < number <= parameter.high:
         raise ValueError(f"{name}={_shown(value)}: not a multiple of the system page size; allowed: {_allowed(parameter)}")
     low, high = (2 * SYSTEM_PAGE, parameter.high * SYSTEM_PAGE) if name == "buffer_size" else (parameter.low, parameter.high)
     if not low <= number <= high:

@@ -38,7 +38,7 @@ from autopager.errors import ConfigError
 from autopager.machine import this_machine
 from autopager.parameters import PARAMETERS, check_names, check_params, format_size, parse_size, parse_value
 
-SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run")
+SIZE_PARAMETERS = ("page_size", "buffer_size", "read_ahead_run", "read_around")
 SUFFIX = ".yaml"
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from autopager.tuner.config import compose
 from autopager.run.memory_limit import pager_memory
-from autopager.parameters import CATEGORIES, PARAMETERS, format_size, parse_size
+from autopager.parameters import CATEGORIES, PARAMETERS, TABLE, format_size, parse_size
 from autopager.run.rounds import in_turn
 from autopager.exec import environment_with
 from autopager.run.disk import read_ahead_of_disk, storage
@@ -126,8 +126,7 @@ def variant_of(text: str) -> Variant:
         if name in SETTINGS:
             settings[SETTINGS[name]] = str(int(value))
         else:
-            params[name] = (parse_size(value) if name in ("page_size", "buffer_size", "read_ahead_run") else
-                            value if name in CATEGORIES else int(value))
+            params[name] = (parse_size(value) if TABLE[name].size else value if name in CATEGORIES else int(value))
     return Variant(" ".join(f"{name}={value}" for name, value in (item.split("=") for item in text.split(","))),
                    True, params, settings=settings)
 

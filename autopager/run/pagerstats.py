@@ -11,7 +11,7 @@ ENVIRONMENT = {"UMAP_PRINT_STATS": "1"}
 # How the eviction policy's queues served (native/include/autopager/stats.hpp), summed over the pagers.
 POLICY = ("policy_refaults", "policy_promotions", "policy_second_chances", "policy_demotions", "victim_hits")
 COLUMNS = ("faults", "bytes_read", "bytes_written", "evictions", "fault_service_us",  # in the study table
-           "pager_page_size", *POLICY, "resident_bytes")
+           "pager_page_size", "pager_read_only_page_size", *POLICY, "resident_bytes")
 
 
 def pager_stats(stderr: str) -> dict[str, float] | None:
@@ -38,13 +38,17 @@ def pager_stats(stderr: str) -> dict[str, float] | None:
     service = sum(n * float(block.get("fault_service_mean_us") or 0) for n, block in zip(faults_of, blocks))
     busiest = max(range(len(blocks)), key=faults_of.__getitem__)
     page_size = blocks[busiest].get("page_size")
+    read_only_page_size = blocks[busiest].get("read_only_page_size", page_size)
     return {"faults": faults, "bytes_read": total("bytes_read"), "bytes_written": total("bytes_written"),
             "evictions": total("evictions"), "fault_service_us": service / faults if faults else 0.0,
             "pager_page_size": int(page_size) if isinstance(page_size, (int, float)) and page_size > 0 else None,
+            # read-only regions' (pagers before issue 45 had one page for every region)
+            "pager_read_only_page_size": (int(read_only_page_size) if isinstance(read_only_page_size, (int, float))
+                                          and read_only_page_size > 0 else None),
             **{name: total(name) for name in POLICY},
-            # the most pages each pager held at once, in bytes (a pager without the count: those it held at exit)
-            "resident_bytes": sum(float(block.get("peak_resident_pages", block.get("resident_pages")) or 0)
-                                  * float(block.get("page_size") or 0) for block in blocks)}
+            # the most bytes of pages each pager held at once (a pager without the peak: those it held at exit)
+            "resident_bytes": sum(float(block.get("peak_resident_bytes", block.get("resident_bytes")) or 0)
+                                  for block in blocks)}
 
 
 def without_stats(stderr: str) -> str:

@@ -71,7 +71,7 @@ def main() -> int:
     if os.environ.get("UMAP_PRINT_STATS", "0") not in ("", "0"):
         faults = DATA // setting("UMAP_PAGESIZE")
         print("autopager stats: " + json.dumps({"page_size": setting("UMAP_PAGESIZE"), "read_faults": faults, "write_faults": 0, "bytes_read": DATA,
-                                                "resident_pages": min(buffer, DATA) // setting("UMAP_PAGESIZE"),
+                                                "peak_resident_bytes": min(buffer, DATA),
                                                 "bytes_written": 0, "evictions": 0,
                                                 "fault_service_mean_us": seconds * 1e6 / faults}), file=sys.stderr)
     print(json.dumps({"metric": "seconds", "value": seconds, "goal": "minimize",

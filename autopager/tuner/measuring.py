@@ -46,9 +46,13 @@ def status_of(result: Measurement) -> Status:
 def measured_trial(trial: int, kind: Kind, params: Params, result: Measurement, limit: float,
               proposal: Proposal, confirms: int | None = None) -> Trial:
     """The trial of a finished measurement; ``seconds`` counts from when the trial was asked for. A defaults' run
-    that leaves the page size to the pager records the one it chose, as the point strategies are told of."""
+    that leaves the page size to the pager records the one it chose, as the point strategies are told of, where
+    that was every region's: a pager that chose by region (a read-only region's page smaller than a writable one's)
+    ran no point of the page-size dimension, and a search trial of its writable page is measured on its own."""
     stats = {name: value for name, value in (result.pager_stats or {}).items() if name in STATS and value is not None}
-    chosen = {"page_size": stats.get("pager_page_size")} if kind is Kind.DEFAULT and "page_size" not in params else {}
+    uniform = stats.get("pager_read_only_page_size") in (None, stats.get("pager_page_size"))
+    chosen = ({"page_size": stats.get("pager_page_size")}
+              if kind is Kind.DEFAULT and "page_size" not in params and uniform else {})
     return Trial(
         number=trial, kind=kind, status=status_of(result), value=result.value,
         params={name: value for name, value in {**params, **chosen}.items() if value is not None},

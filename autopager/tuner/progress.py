@@ -27,8 +27,12 @@ def format_value(value: float | None, metric: str) -> str:
 
 
 def defaults_pages(default: Trial) -> str:
-    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given)."""
+    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given: by
+    region, a read-only one's and a writable one's)."""
     size = default.params.get("page_size") or default.stats.get("pager_page_size")
+    read_only = default.stats.get("pager_read_only_page_size")
+    if not default.params.get("page_size") and size and read_only and read_only != size:
+        return f", pages of {format_size(read_only)} read-only and {format_size(size)} writable"
     return f", pages of {format_size(size)}" if size else ""
 
 

@@ -84,11 +84,16 @@ def parse_dimension(name: str, spec: Mapping[str, Any]) -> Dimension:
     return Dimension(name, tuple(parse_value(name, v) for v in range(low, high + 1, step)))
 
 
-def pager_page_size(buffer_size: int | None) -> int:
-    """The page size the pager chooses when none is given, for a buffer of ``buffer_size`` bytes (None: its default)."""
+def pager_page_size(buffer_size: int | None, writable: bool = True) -> int:
+    """The page size the pager chooses when none is given, for a buffer of ``buffer_size`` bytes (None: its default),
+    for writable regions or read-only ones."""
     from autopager import _native  # the pager's own rule (Config.defaults, page_size_for_buffer)
 
-    return _native.page_size_for_buffer(buffer_size) if buffer_size else _native.Config.defaults().page_size
+    if not buffer_size:
+        config = _native.Config.defaults()
+        return config.page_size if writable or not config.read_only_page_size else config.read_only_page_size
+    return (_native.page_size_for_buffer(buffer_size) if writable
+            else min(_native.read_only_page_size_for_buffer(buffer_size), _native.page_size_for_buffer(buffer_size)))
 
 
 class Space:
@@ -210,18 +215,23 @@ class Space:
 
     def defaults_as_run(self, buffer_size: int | None = None) -> Params:
         """The defaults as their run is recorded (at ``buffer_size``, else at their own buffer): a page size they
-        leave to the pager is the one it chooses for the buffer."""
+        leave to the pager is the one it chooses for the buffer, where that is every region's (the pager gives
+        read-only regions a smaller page than writable ones at most buffers: then no page size is recorded)."""
         defaults = dict(self.defaults) if buffer_size is None else {**self.defaults, "buffer_size": buffer_size}
         if "page_size" in defaults:
             return defaults
-        return {**defaults, "page_size": pager_page_size(defaults.get("buffer_size"))}
+        chosen = pager_page_size(defaults.get("buffer_size"))
+        if pager_page_size(defaults.get("buffer_size"), writable=False) != chosen:
+            return defaults
+        return {**defaults, "page_size": chosen}
 
     def start(self, buffer_size: int | None = None) -> Params:
         """The defaults moved into the space (at ``buffer_size``, else at their own buffer): the nearest sampled value
         of each searched parameter (for a page size the defaults leave to the pager, the one it chooses for the
-        buffer)."""
-        defaults = (self.defaults_as_run(buffer_size) if "page_size" in self.dimensions
-                    else {**self.defaults, **({} if buffer_size is None else {"buffer_size": buffer_size})})
+        buffer's writable regions)."""
+        defaults = {**self.defaults, **({} if buffer_size is None else {"buffer_size": buffer_size})}
+        if "page_size" in self.dimensions and "page_size" not in defaults:
+            defaults["page_size"] = pager_page_size(defaults.get("buffer_size"))
         params = self.complete({n: d.nearest(defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})
         if not self.feasible(params):
             pairs = [(low, high) for low in self.values(LOW) for high in self.values(HIGH) if low < high]

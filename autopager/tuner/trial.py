@@ -44,7 +44,7 @@ COLUMNS = ["trial", "kind", "status", "value", *PARAMETERS, "repeats", "wall_sec
            "exit_code", "error", "stderr_tail", "started", "ask_seconds", "proposed_by", "reused_from", "confirms",
            "measured_by", "checksum", *STATS, "cgroup_peak_bytes", "node", "run_started", "run_ended"]
 REQUIRED = ("trial", "kind", "status", "value")  # a header without them has no row to trust
-_INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size",
+_INTEGERS = ("trial", "exit_code", "reused_from", "confirms", "pager_page_size", "pager_read_only_page_size",
              *(name for name in PARAMETERS if name not in CATEGORIES))
 _NUMBERS = ("value", "wall_seconds", "seconds", "timeout", "ask_seconds", *STATS, "cgroup_peak_bytes")
 NUMERIC = tuple(dict.fromkeys((*_INTEGERS, *_NUMBERS)))  # the columns that hold numbers

@@ -32,7 +32,8 @@ REAL, REAL_QUICK = "real", "real-quick"  # the plan at real sizes, and at the qu
 UMAP_DEFAULTS, UNCAPPED = "umap-default", "ax-uncapped"
 # UMap's own defaults: system pages, a filler and an evictor a hardware thread, no read-ahead, the page cache.
 UMAP_DEFAULT_BASELINE = ("baseline.page_size=${system_page:}", "baseline.fillers=${cores:}",
-                         "baseline.evictors=${cores:}", "baseline.read_ahead=0", "baseline.direct_io=0")
+                         "baseline.evictors=${cores:}", "baseline.read_ahead=0", "baseline.read_around=0",
+                         "baseline.direct_io=0")
 REAL_METHODS = ("pagesize", "grid", "ax", "coordinate", "random")  # the searches of the real plan
 KERNEL_READ_AHEAD_KIB = 128  # the kernel's default read-ahead of a disk, measured beside the disk's own
 LLNL_PAGE_SIZES = ("1MiB", "4MiB")  # LLNL UMap runs at the better of these

@@ -19,14 +19,14 @@ Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_wat
       policy_(std::move(policy)),
       stripes_(kStripes) {}
 
-bool Buffer::try_reserve() {
+bool Buffer::try_reserve(std::uint64_t units) {
   std::uint64_t r = resident_.load(std::memory_order_relaxed);
-  while (r < capacity_) {
-    if (resident_.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel)) {
+  while (r + units <= capacity_) {
+    if (resident_.compare_exchange_weak(r, r + units, std::memory_order_acq_rel)) {
       std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-      while (r + 1 > peak && !peak_.compare_exchange_weak(peak, r + 1, std::memory_order_relaxed)) {
+      while (r + units > peak && !peak_.compare_exchange_weak(peak, r + units, std::memory_order_relaxed)) {
       }
-      if (r + 1 >= high_water_) notify_evictors();
+      if (r + units >= high_water_) notify_evictors();
       return true;
     }
   }
@@ -34,13 +34,13 @@ bool Buffer::try_reserve() {
   return false;
 }
 
-bool Buffer::reserve(const std::function<bool()>& make_room) {
-  while (!try_reserve()) {
+bool Buffer::reserve(std::uint64_t units, const std::function<bool()>& make_room) {
+  while (!try_reserve(units)) {
     {
       std::unique_lock<std::mutex> lock(pressure_mutex_);
-      slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() < capacity_; });
+      slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() + units <= capacity_; });
     }
-    if (resident() >= capacity_ && !make_room()) return false;
+    if (resident() + units > capacity_ && !make_room()) return false;
   }
   return true;
 }
@@ -55,9 +55,9 @@ std::uint64_t Buffer::claim_evictions(std::uint64_t most) {
   }
 }
 
-void Buffer::release(std::uint64_t count) {
-  if (count == 0) return;
-  resident_.fetch_sub(count, std::memory_order_acq_rel);
+void Buffer::release(std::uint64_t units) {
+  if (units == 0) return;
+  resident_.fetch_sub(units, std::memory_order_acq_rel);
   std::lock_guard<std::mutex> lock(pressure_mutex_);
   slot_freed_.notify_all();
 }

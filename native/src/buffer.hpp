@@ -1,6 +1,6 @@
-// The buffer shared by all regions of a pager: at most `capacity` pages resident. A slot is reserved
-// before a page is filled and released when it is evicted. Crossing the high water mark wakes the
-// evictors, who drain to the low water mark.
+// The buffer shared by all regions of a pager: at most `capacity` units resident (PageMemory::unit; a page takes
+// its region's `units`). A page's units are reserved before it is filled and released when it is evicted.
+// Crossing the high water mark wakes the evictors, who drain to the low water mark.
 #pragma once
 
 #include <algorithm>
@@ -22,23 +22,28 @@ class Buffer {
   Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
          std::unique_ptr<EvictionPolicy> policy);
 
-  // Takes a slot when one is free, without waiting.
-  bool try_reserve();
-  // Takes a slot, waiting for the evictors; when they lag, calls `make_room` itself, which returns
+  // Takes `units` when they are free, without waiting.
+  bool try_reserve(std::uint64_t units);
+  // Takes `units`, waiting for the evictors; when they lag, calls `make_room` itself, which returns
   // false to give up (then so does reserve).
-  bool reserve(const std::function<bool()>& make_room);
-  // Gives back `count` slots (an eviction batch's at once: one wake-up, not one a page).
-  void release(std::uint64_t count = 1);
+  bool reserve(std::uint64_t units, const std::function<bool()>& make_room);
+  // Gives back `units` (an eviction batch's at once: one wake-up, not one a page).
+  void release(std::uint64_t units);
+  // Whether a region of `region_units` fits below the high water mark, and `units` more of it can be read now
+  // without evicting anything.
+  bool has_room(std::uint64_t region_units, std::uint64_t units) const {
+    return region_units < high_water_ && resident() + units < high_water_;
+  }
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
-  // An evictor's share of the pages to evict down to the low water mark, at most `most`: evictors
+  // An evictor's share of the units to evict down to the low water mark, at most `most`: evictors
   // claim disjoint shares, so that together they stop at the mark. Give the share back when done.
   std::uint64_t claim_evictions(std::uint64_t most);
   void end_evictions(std::uint64_t claimed) { evicting_.fetch_sub(claimed, std::memory_order_acq_rel); }
   void wake_all();  // for shutdown
 
-  std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }
+  std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }  // in units
   std::uint64_t peak_resident() const { return peak_.load(std::memory_order_relaxed); }  // the most at once, so far
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t low_water() const { return low_water_; }

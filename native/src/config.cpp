@@ -19,13 +19,17 @@ constexpr std::uint64_t kMaxThreads = 1024;
 constexpr std::uint64_t kMaxFaultEvents = 4096;
 constexpr std::uint64_t kMaxReadAhead = 1 << 20;
 constexpr std::uint64_t kMaxPageSize = 1ull << 30;
-// The most pages the default page size leaves a buffer: each resident page costs the eviction policy's
-// queue an entry (about 24 bytes), 96 MiB at this many.
-// Bounds of the page size chosen from the buffer: a buffer of at least this many pages, and pages of at
-// most 1 MiB. The system page for every buffer (issue 45) read 6.8x faster on binary-search lookups and 17.6x on
-// LMDB's readrandom, but sorted 2.2x and streamed 2.8x slower (results/defaults-adaptive).
+// Bounds of the writable regions' page size chosen from the buffer: a buffer of at least this many pages, and
+// pages of at most 1 MiB. The system page for every region (issue 45) read 6.8x faster on binary-search lookups
+// and 17.6x on LMDB's readrandom, but sorted 2.2x and streamed 2.8x slower (results/defaults-adaptive): so only
+// read-only regions take the system page.
 constexpr std::uint64_t kDefaultBufferPages = 1024;
 constexpr std::uint64_t kMostDefaultPageSize = 1ull << 20;
+// The most pages the default read-only page leaves a buffer: each resident page costs the eviction policy's
+// queue an entry (about 24 bytes), 96 MiB at this many.
+constexpr std::uint64_t kMostReadOnlyBufferPages = 4ull << 20;
+constexpr std::uint64_t kMaxReadAround = 256ull << 20;
+constexpr std::uint64_t kDefaultReadAround = 4ull << 20;
 constexpr std::uint64_t kMaxReadAheadRun = 256ull << 20;
 constexpr std::uint64_t kMaxMonitorInterval = 24 * 3600;
 
@@ -50,13 +54,14 @@ constexpr Parameter kLowWater{"evict_low_water", "UMAP_EVICT_LOW_WATER_THRESHOLD
 constexpr Parameter kRetain{"evict_retain", "UMAP_EVICT_RETAIN", 0, 99, "percent", true};
 constexpr Parameter kReadAhead{"read_ahead", "UMAP_READ_AHEAD", 0, kMaxReadAhead, "pages", true};
 constexpr Parameter kReadAheadRun{"read_ahead_run", "UMAP_READ_AHEAD_RUN", 0, kMaxReadAheadRun, "bytes"};
+constexpr Parameter kReadAround{"read_around", "UMAP_READ_AROUND", 0, kMaxReadAround, "bytes", true};
 constexpr Parameter kFaultEvents{"max_fault_events", "UMAP_MAX_FAULT_EVENTS", 1, kMaxFaultEvents};
 constexpr Parameter kDirectIo{"direct_io", "UMAP_DIRECT_IO", 0, 1, "", true};
 constexpr Parameter kKeepWrites{"keep_writes", "UMAP_KEEP_WRITES", 0, 1, "", true};
 constexpr Parameter kMonitor{"monitor_interval", "UMAP_MONITOR_FREQ", 0, kMaxMonitorInterval, "seconds"};
 constexpr const Parameter* kParameters[] = {&kPageSize,    &kFillers,   &kEvictors,    &kBuffer,     &kHighWater,
                                             &kLowWater,    &kRetain,    &kReadAhead,   &kReadAheadRun,
-                                            &kFaultEvents, &kDirectIo,  &kKeepWrites,  &kMonitor};
+                                            &kReadAround,  &kFaultEvents, &kDirectIo,  &kKeepWrites,  &kMonitor};
 constexpr const char* kLogLevelEnv = "UMAP_LOG_LEVEL";
 constexpr const char* kLogLevelNames[] = {"ERROR", "WARNING", "INFO", "DEBUG"};
 constexpr const char* kEvictionEnv = "UMAP_EVICTION";
@@ -83,9 +88,10 @@ std::uint64_t default_buffer_bytes() { return usable_memory() / 10 * 8; }
 // What `p` allows, for its messages; a buffer's pages are of `page_size`.
 std::string allowed(const Parameter& p, std::size_t page_size = system_page_size()) {
   std::ostringstream out;
-  if (&p == &kPageSize || &p == &kReadAheadRun) {
+  if (&p == &kPageSize || &p == &kReadAheadRun || &p == &kReadAround) {
     const std::size_t sys = system_page_size();
-    out << "a multiple of the system page size " << sys << " from " << sys << " to " << p.max;
+    out << "a multiple of the system page size " << sys << " from " << (&p == &kReadAround ? 0 : sys) << " to "
+        << p.max;
   } else if (&p == &kBuffer) {
     out << "from " << p.min << " to " << max_buffer_pages(page_size) << " pages of " << page_size
         << " bytes (physical memory)";
@@ -185,10 +191,17 @@ std::size_t page_size_for_buffer(std::uint64_t buffer_bytes) {
   return static_cast<std::size_t>(page);
 }
 
+std::size_t read_only_page_size_for_buffer(std::uint64_t buffer_bytes) {
+  std::uint64_t page = system_page_size();
+  while (buffer_bytes / page > kMostReadOnlyBufferPages) page *= 2;
+  return static_cast<std::size_t>(page);
+}
+
 Config Config::defaults() {
   Config c;
   const std::uint64_t buffer_bytes = default_buffer_bytes();
   c.page_size = page_size_for_buffer(buffer_bytes);
+  c.read_only_page_size = read_only_page_size_for_buffer(buffer_bytes);
   // The fastest settings measured out of core (experiments/bench_workloads.py, sort and bfs on two cores:
   // O_DIRECT, read_ahead 2, four fillers and one evictor; the tuner found the same). A filler mostly waits
   // on its reads; O_DIRECT copies a page once, not twice through the page cache, and loses the kernel's
@@ -199,6 +212,7 @@ Config Config::defaults() {
   c.evict_high_water = 90;
   c.evict_low_water = 70;
   c.read_ahead = 2;
+  c.read_around = kDefaultReadAround;
   c.max_fault_events = hardware_threads();
   c.direct_io = true;
   // Off: keeping writes through the process's death (shared memory a keeper holds) streamed 10-25% slower at
@@ -215,6 +229,7 @@ Config Config::from_environment(const Config& base) {
   if (page_size != 0) {
     // The buffer given in pages of this page size, else base's buffer in bytes.
     c.page_size = page_size;
+    c.read_only_page_size = 0;
     c.buffer_pages = buffer_pages != 0 ? buffer_pages : std::max<std::uint64_t>(base.buffer_bytes() / page_size, 1);
   } else if (buffer_pages != 0) {
     // As UMap, UMAP_BUFSIZE without UMAP_PAGESIZE counts system pages: keep those bytes, in the pages
@@ -223,6 +238,7 @@ Config Config::from_environment(const Config& base) {
       refuse(kBuffer, buffer_pages, "larger than physical memory", allowed(kBuffer));
     const std::uint64_t bytes = buffer_pages * system_page_size();
     c.page_size = page_size_for_buffer(bytes);
+    if (base.read_only_page_size != 0) c.read_only_page_size = read_only_page_size_for_buffer(bytes);
     c.buffer_pages = bytes / c.page_size;
   }
   read_env_into(kFillers, &c.fillers);
@@ -232,6 +248,7 @@ Config Config::from_environment(const Config& base) {
   read_env_into(kRetain, &c.evict_retain);
   read_env_into(kReadAhead, &c.read_ahead);
   read_env_into(kReadAheadRun, &c.read_ahead_run);
+  read_env_into(kReadAround, &c.read_around);
   read_env_into(kFaultEvents, &c.max_fault_events, kFaultEventsAlias);
   read_env_into(kFaultEvents, &c.max_fault_events);
   read_env_into(kMonitor, &c.monitor_interval);
@@ -278,6 +295,13 @@ void Config::validate() const {
            read_ahead_run % sys != 0 ? "not a multiple of the system page size" : "out of range",
            allowed(kReadAheadRun));
   }
+  if (read_around > kReadAround.max || read_around % sys != 0) {
+    refuse(kReadAround, read_around, read_around % sys != 0 ? "not a multiple of the system page size" : "out of range",
+           allowed(kReadAround));
+  }
+  if (read_only_page_size % sys != 0)
+    throw ConfigError("read_only_page_size = " + std::to_string(read_only_page_size) +
+                      ": not a multiple of the system page size; allowed: 0 (page_size) or such a multiple");
   check_range(kFaultEvents, max_fault_events);
   check_range(kMonitor, monitor_interval);
   if (static_cast<unsigned>(log_level) > static_cast<unsigned>(LogLevel::kDebug))
@@ -305,11 +329,12 @@ std::vector<ParameterLimits> parameter_limits() {
 
 std::string Config::to_string() const {
   std::ostringstream out;
-  out << "{\"page_size\": " << page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
+  out << "{\"page_size\": " << page_size << ", \"read_only_page_size\": " << read_only_page_size << ", \"fillers\": " << fillers << ", \"evictors\": " << evictors
       << ", \"buffer_pages\": " << buffer_pages << ", \"buffer_size\": " << buffer_bytes()
       << ", \"evict_high_water\": " << evict_high_water << ", \"evict_low_water\": " << evict_low_water
       << ", \"evict_retain\": " << evict_retain << ", \"eviction\": \"" << eviction_name(eviction) << "\""
       << ", \"read_ahead\": " << read_ahead << ", \"read_ahead_run\": " << read_ahead_run
+      << ", \"read_around\": " << read_around
       << ", \"max_fault_events\": " << max_fault_events << ", \"direct_io\": " << (direct_io ? 1 : 0)
       << ", \"keep_writes\": " << (keep_writes ? 1 : 0)
       << ", \"monitor_interval\": " << monitor_interval << ", \"log_level\": \"" << log_level_name(log_level)

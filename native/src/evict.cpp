@@ -7,16 +7,19 @@
 
 namespace autopager {
 namespace {
-// Pages evicted together, at least 32 and 4 MiB: their memory goes in one call with one TLB flush, and
-// small pages are not evicted a few at a time.
+// Evicted together, at least 32 pages of the page size and 4 MiB: their memory goes in one call with one TLB
+// flush, and small pages are not evicted a few at a time.
 constexpr std::uint64_t kBatchPages = 32;
 constexpr std::uint64_t kBatchBytes = 4u << 20;
 constexpr auto kWhileFillsEnd = std::chrono::microseconds(200);
 constexpr auto kWhileWriteBacksFail = std::chrono::milliseconds(20);
 }  // namespace
 
-EvictorPool::EvictorPool(unsigned evictors, std::size_t page_size, Buffer& buffer, Paging& paging)
-    : batch_(std::max<std::uint64_t>(kBatchPages, kBatchBytes / page_size)), buffer_(buffer), paging_(paging) {
+EvictorPool::EvictorPool(unsigned evictors, const PageMemory& memory, std::size_t page_size, Buffer& buffer,
+                         Paging& paging)
+    : batch_(std::max<std::uint64_t>(kBatchPages * memory.units_of(page_size), kBatchBytes / memory.unit)),
+      buffer_(buffer),
+      paging_(paging) {
   try {
     for (unsigned i = 0; i < evictors; ++i)
       threads_.push_back(start_pager_thread("ap-evictor", [this] { run(); }));
@@ -40,7 +43,7 @@ void EvictorPool::run() {
     while (!stop_.load()) {
       std::uint64_t share = buffer_.claim_evictions(batch_);
       if (share == 0) break;
-      std::size_t evicted = paging_.evict(share);
+      const std::uint64_t evicted = paging_.evict(share);
       buffer_.end_evictions(share);
       if (evicted < share) {
         // Every other slot is held by a fill in flight: try again shortly. Pages that cannot be

@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "buffer.hpp"
+#include "page_memory.hpp"
 #include "paging.hpp"
 
 namespace autopager {
 
 class EvictorPool {
  public:
-  // Evicts in batches of pages of `page_size`. Throws std::system_error, with no thread left running,
-  // when a thread cannot be started.
-  EvictorPool(unsigned evictors, std::size_t page_size, Buffer& buffer, Paging& paging);
+  // Evicts in batches of units of the buffer (`memory`), sized for pages of `page_size`. Throws
+  // std::system_error, with no thread left running, when a thread cannot be started.
+  EvictorPool(unsigned evictors, const PageMemory& memory, std::size_t page_size, Buffer& buffer, Paging& paging);
   ~EvictorPool();
   EvictorPool(const EvictorPool&) = delete;
   EvictorPool& operator=(const EvictorPool&) = delete;
@@ -23,7 +24,7 @@ class EvictorPool {
  private:
   void run();
   void stop();
-  const std::uint64_t batch_;
+  const std::uint64_t batch_;  // units
   Buffer& buffer_;
   Paging& paging_;
   std::atomic<bool> stop_{false};

@@ -32,8 +32,7 @@ Filler::Filler(FillerPool& pool, const Config& config, const PageMemory& memory,
       run_read_base_(memory.read_slots),
       pending_(memory.read_slots + memory.run_slots),
       messages_(config.max_fault_events) {
-  if (memory.run_slots > 0)
-    run_slots_.emplace(reads_.available() ? memory.run_slots : 1, std::size_t{memory.run_pages} * config.page_size);
+  if (memory.run_slots > 0) run_slots_.emplace(reads_.available() ? memory.run_slots : 1, memory.run_bytes);
 }
 
 Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
@@ -162,7 +161,8 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
     return Start::kInPlace;
   }
   // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
-  if (paging_.claim(*region, page, request, [&] { return reserve_slot(); }) != Paging::Claim::kClaimed) {
+  if (paging_.claim(*region, page, request, [&](std::uint64_t units) { return reserve_slot(units); }) !=
+      Paging::Claim::kClaimed) {
     slots_.release(slot);
     return Start::kNotNeeded;
   }
@@ -176,7 +176,8 @@ bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const Fi
   const auto fill_start = std::chrono::steady_clock::now();
   // While it waits for a buffer slot, the filler completes its reads in flight: their pages hold slots
   // too, and an unmap waits for them.
-  const bool filled = paging_.fill(region, page, request, slots_.buffer(slot), [this] { return reserve_slot(); });
+  const bool filled =
+      paging_.fill(region, page, request, slots_.buffer(slot), [this](std::uint64_t units) { return reserve_slot(units); });
   slots_.release(slot);
   if (filled && request.demand) pool_.record_fill_time(nanoseconds_since(fill_start));
   return filled;
@@ -188,9 +189,9 @@ unsigned Filler::take_slot() {
   return slots_.acquire();
 }
 
-bool Filler::reserve_slot() {
-  while (!paging_.try_reserve_slot()) {
-    if (!reads_.in_flight()) return paging_.reserve_slot();
+bool Filler::reserve_slot(std::uint64_t units) {
+  while (!paging_.try_reserve_slot(units)) {
+    if (!reads_.in_flight()) return paging_.reserve_slot(units);
     collect(Wait::kYes, WatchFaults::kNo);
   }
   return true;

@@ -225,9 +225,15 @@ PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, 
 }
 
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
-  if (config_.read_ahead == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const ReadAheadStreams::Reads reads = region->read_ahead.fault(page);
+  const std::uint64_t around = config_.read_around / region->page_size;
+  if (reads.starts && around > 1 && paging_.has_room(*region, around)) {
+    const PageBlock block = block_around(page, region->page_count, around);
+    region->read_ahead.read_around(page, block.first, block.count);
+    queue_read_around(region, page, block);
+    return;
+  }
   if (reads.direction == ReadAheadStreams::Direction::kNone) return;
   const int towards = static_cast<int>(reads.direction);
   const std::uint64_t run = reads.run;
@@ -239,6 +245,21 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
     if (run == 1 && region->state(lead) != PageState::kAbsent) continue;
     speculative_.push_back(read_ahead_run(region, lead, reads));
   }
+  if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
+}
+
+void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, const PageBlock& block) {
+  const std::uint64_t run = region->read_ahead.run_pages();
+  const std::size_t queued = speculative_.size();
+  // After the fault first, then before it: a scan that starts here more likely goes on forward.
+  for (std::uint64_t lead = page + 1; lead < block.first + block.count; lead += run)
+    speculative_.push_back(PageRun{region, lead, std::min(run, block.first + block.count - lead), 1, true});
+  for (std::uint64_t end = page; end > block.first;) {  // pages [block.first, end) remain, read downwards
+    const std::uint64_t count = std::min(run, end - block.first);
+    speculative_.push_back(PageRun{region, end - 1, count, -1, true});
+    end -= count;
+  }
+  StatsCounters::add(stats_.read_around_pages, block.count - 1);
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 

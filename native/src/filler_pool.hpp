@@ -21,6 +21,7 @@
 #include "autopager/config.hpp"
 #include "filler.hpp"
 #include "paging.hpp"
+#include "read_around.hpp"
 #include "region_table.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
@@ -40,8 +41,9 @@ class FillerPool {
 
   void prefetch(PageRef page);
 
-  // For the fillers. The read-ahead after a page a fault reads, queued as its read starts, so that the pages
-  // following it are read meanwhile; none when the fault starts a stream (read_ahead.hpp).
+  // For the fillers. What a fault reads beyond its page, queued as its read starts, so that those pages are read
+  // meanwhile: the block around it when it starts a stream in a region that fits in the buffer's room
+  // (read_around.hpp), else its stream's read-ahead (read_ahead.hpp).
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
   // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
@@ -62,6 +64,8 @@ class FillerPool {
   // Runs `self` as the fault reader until the role must go to another filler; false, or true at shutdown.
   bool lead(Filler& self, std::unique_lock<std::mutex>& lock, std::vector<Fault>& batch);
   bool fills_are_fast() const;
+  // Under the lock: the pages of `block` but `page`, in runs read as prefetch is (never dropped as passed).
+  void queue_read_around(const RegionPtr& region, std::uint64_t page, const PageBlock& block);
   // Under the lock: the next queued speculative read worth starting, dropping read-ahead the scan has passed.
   bool take_speculative(PageRun& run);
 

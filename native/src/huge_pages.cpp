@@ -53,17 +53,17 @@ int region_memory_flags(bool huge_pages) {
   return huge_pages ? flags | MAP_HUGETLB | MAP_HUGE_2MB : flags;
 }
 
-bool use_huge_pages(const Config& config, std::uint64_t resident_pages, Userfaultfd& uffd) {
+bool use_huge_pages(const Config& config, std::uint64_t resident_bytes, Userfaultfd& uffd) {
   if (config.huge_pages == HugePages::kOff) return false;
   const bool on = config.huge_pages == HugePages::kOn;
   // Config::validate refuses these two with on.
   if (config.page_size % kHugePageSize != 0 || config.keep_writes) return false;
-  const std::uint64_t needed = resident_pages * (config.page_size / kHugePageSize);
+  const std::uint64_t needed = resident_bytes / kHugePageSize;
   const std::uint64_t available = available_huge_pages();
   std::string why;
   if (available < needed) {
     why = "the pool has " + std::to_string(available) + " free 2 MiB huge pages, the buffer's " +
-          std::to_string(resident_pages) + " resident pages need " + std::to_string(needed) +
+          std::to_string(resident_bytes) + " bytes of resident pages need " + std::to_string(needed) +
           " (raise /proc/sys/vm/nr_hugepages or shrink the buffer)";
   } else {
     why = kernel_refusal(uffd);

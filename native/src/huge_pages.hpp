@@ -9,11 +9,11 @@
 
 namespace autopager {
 
-// Whether a pager with `config`, `resident_pages` pages resident at most, serves its regions from huge pages.
+// Whether a pager with `config`, `resident_bytes` of pages resident at most, serves its regions from huge pages.
 // They need a page size of 2 MiB multiples, no keep_writes, userfaultfd's write-protect of hugetlb memory, and
 // a pool of free, unreserved 2 MiB huge pages (/proc/sys/vm/nr_hugepages) that holds every resident page.
 // off: false; auto: whether all of that holds; on: true, or ConfigError naming UMAP_HUGE_PAGES and what is missing.
-bool use_huge_pages(const Config& config, std::uint64_t resident_pages, Userfaultfd& uffd);
+bool use_huge_pages(const Config& config, std::uint64_t resident_bytes, Userfaultfd& uffd);
 
 // The mmap flags of a region's private anonymous memory, MAP_FIXED included.
 int region_memory_flags(bool huge_pages);

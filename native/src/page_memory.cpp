@@ -7,6 +7,7 @@ namespace autopager {
 PageMemory plan_page_memory(const Config& config) {
   const std::uint64_t pages = config.buffer_pages;
   PageMemory plan;
+  plan.unit = config.page_size_for(false);
   // The fillers' slots within a quarter of the buffer (one filler at least): with more, the pages the
   // program is using at once would not stay resident (a sort's merges on a buffer of 8 pages, 4 fillers
   // and 4 resident pages, only thrashed).
@@ -18,24 +19,26 @@ PageMemory plan_page_memory(const Config& config) {
   constexpr std::uint64_t kMostPageSlotBytes = 8u << 20;
   constexpr std::uint64_t kMostSlots = 64;
   const std::uint64_t share = config.buffer_bytes() / 4 / plan.fillers;
-  // Read-ahead of small pages in runs of up to read_ahead_run, two of them or 4 MiB a filler, in at most half
-  // its share: a stream of 4 KiB pages read a page a request would cost the disk a request and the pager a
-  // copy for every 4 KiB, where requests of a megabyte and more keep this disk at its sequential rate. Pages
-  // of read_ahead_run and more are read one a request.
+  // Reads of small pages in runs of up to read_ahead_run (read-ahead, read-around), two of them or 4 MiB a
+  // filler, in at most half its share: a stream of 4 KiB pages read a page a request would cost the disk a
+  // request and the pager a copy for every 4 KiB, where requests of a megabyte and more keep this disk at its
+  // sequential rate. Pages of read_ahead_run and more are read one a request.
   constexpr std::uint64_t kLeastRunSlotBytes = 4u << 20;
   const std::uint64_t run_share = std::min(std::max<std::uint64_t>(kLeastRunSlotBytes, 2 * config.read_ahead_run),
                                            share / 2);
-  const std::uint64_t run_bytes = std::min<std::uint64_t>(config.read_ahead_run, run_share);
-  if (config.read_ahead > 0 && run_bytes / config.page_size > 1) {
-    plan.run_pages = static_cast<unsigned>(run_bytes / config.page_size);
-    plan.run_slots = static_cast<unsigned>(run_share / (std::uint64_t{plan.run_pages} * config.page_size));
+  const std::uint64_t run_bytes = std::min<std::uint64_t>(config.read_ahead_run, run_share) / plan.unit * plan.unit;
+  const bool reads_grow = config.read_ahead > 0 || config.read_around > plan.unit;
+  if (reads_grow && run_bytes / plan.unit > 1) {
+    plan.run_bytes = static_cast<std::size_t>(run_bytes);
+    plan.run_slots = static_cast<unsigned>(run_share / run_bytes);
   }
   const std::uint64_t page_slot_bytes =
       plan.run_slots > 0 ? std::min(kMostPageSlotBytes, share) / 2 : std::min(kMostPageSlotBytes, share);
   plan.read_slots =
       static_cast<unsigned>(std::clamp<std::uint64_t>(page_slot_bytes / config.page_size, 1, kMostSlots));
-  const std::uint64_t filler_pages = plan.read_slots + std::uint64_t{plan.run_slots} * plan.run_pages;
-  plan.resident_pages = pages - static_cast<std::uint64_t>(plan.fillers) * filler_pages;
+  const std::uint64_t filler_units =
+      plan.read_slots * plan.units_of(config.page_size) + std::uint64_t{plan.run_slots} * (plan.run_bytes / plan.unit);
+  plan.resident_units = pages * plan.units_of(config.page_size) - std::uint64_t{plan.fillers} * filler_units;
   return plan;
 }
 

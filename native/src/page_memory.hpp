@@ -1,8 +1,9 @@
 // How a pager's buffer (buffer_size, UMAP_BUFSIZE) is shared out between the resident pages and the
 // fillers' read slots (read_slots.hpp), so that the pager's page memory stays within it, and how many
-// pages one read-ahead read covers: docs/DESIGN.md, "Pager: the memory bound".
+// bytes one read-ahead read covers: docs/DESIGN.md, "Pager: the memory bound".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "autopager/config.hpp"
@@ -10,13 +11,23 @@
 namespace autopager {
 
 struct PageMemory {
+  // What the buffer counts in: the smallest page a region has (the read-only page where it is set, else the page
+  // size); a page takes as many units as it spans, a region's short page (a small region) at least one.
+  std::size_t unit = 0;
   unsigned fillers = 0;              // the filler threads: config.fillers, or fewer where the buffer is small
-  unsigned read_slots = 0;           // each filler's, of a page each
-  // Pages one read-ahead read covers (read_ahead.hpp): 1, or where pages are small, a run of them read
-  // with one request into one of each filler's `run_slots` slots and installed with one copy.
-  unsigned run_pages = 1;
+  unsigned read_slots = 0;           // each filler's, of config.page_size each (the largest page)
+  // Bytes one read-ahead read covers at most (read_ahead.hpp): where pages are smaller, a run of them is read
+  // with one request into one of each filler's `run_slots` slots of this size and installed with one copy; 0:
+  // no run slots, every read is a page's.
+  std::size_t run_bytes = 0;
   unsigned run_slots = 0;
-  std::uint64_t resident_pages = 0;  // the buffer's pages less every filler's slots of both kinds
+  std::uint64_t resident_units = 0;  // the buffer's units less every filler's slots of both kinds
+
+  std::uint64_t units_of(std::size_t page_size) const { return (page_size + unit - 1) / unit; }
+  // The pages of `page_size` one read covers: a run slot's worth, or one.
+  std::uint64_t run_pages(std::size_t page_size) const {
+    return run_bytes > page_size ? run_bytes / page_size : 1;
+  }
 };
 
 // For a valid config (Config::validate: a buffer of two pages at least).

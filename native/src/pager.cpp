@@ -48,12 +48,12 @@ class PagerImpl {
   explicit PagerImpl(const Config& config)
       : memory_(plan_page_memory(validated(config))),
         config_(with_fillers(config, memory_.fillers)),
-        buffer_(memory_.resident_pages, config_.evict_high_water, config_.evict_low_water,
-                make_eviction_policy(config_.eviction, memory_.resident_pages,
-                                     memory_.resident_pages * config_.evict_retain / 100)),
-        paging_(config_, uffd_, buffer_, stats_),
+        buffer_(memory_.resident_units, config_.evict_high_water, config_.evict_low_water,
+                make_eviction_policy(config_.eviction, memory_.resident_units,
+                                     memory_.resident_units * config_.evict_retain / 100)),
+        paging_(config_, uffd_, buffer_, stats_, memory_.units_of(config_.page_size)),
         fillers_(config_, memory_, uffd_, paging_, regions_, stats_),
-        evictors_(config_.evictors, config_.page_size, buffer_, paging_),
+        evictors_(config_.evictors, memory_, config_.page_size, buffer_, paging_),
         monitor_(config_.monitor_interval,
                  [this] { std::fprintf(stderr, "autopager monitor: %s\n", stats().to_json().c_str()); }) {
     register_live(this);
@@ -63,12 +63,11 @@ class PagerImpl {
                                   std::to_string(config_.buffer_pages) +
                                   " pages gives the fillers' read slots at most a quarter of it");
     log(LogLevel::kInfo, "pager started: " + config_.to_string() + "; the buffer holds " +
-                             std::to_string(memory_.resident_pages) + " resident pages and " +
+                             std::to_string(memory_.resident_units * memory_.unit) + " bytes of resident pages and " +
                              std::to_string(config_.fillers) + " fillers' " + std::to_string(memory_.read_slots) +
                              " read slots each" + (huge_pages_ ? "; regions in 2 MiB huge pages" : "") +
                              (memory_.run_slots > 0 ? " and " + std::to_string(memory_.run_slots) +
-                                                          " for read-ahead runs of " +
-                                                          std::to_string(memory_.run_pages) + " pages"
+                                                          " for runs of " + std::to_string(memory_.run_bytes) + " bytes"
                                                     : std::string()));
   }
 
@@ -108,7 +107,7 @@ class PagerImpl {
     // would otherwise cost the whole page in the buffer and in the fillers' staging.
     // Huge pages: the region's pages are whole huge pages (use_huge_pages: page_size is their multiple).
     const std::size_t page =
-        std::min(config_.page_size, round_up(length, huge_pages_ ? kHugePageSize : system_page_size()));
+        std::min(config_.page_size_for(writable), round_up(length, huge_pages_ ? kHugePageSize : system_page_size()));
     const std::size_t mapped = round_up(length, page);
     char* base = address != nullptr ? map_fixed(address, mapped, page, prot) : map_aligned(mapped, page, prot);
     std::unique_ptr<KeptMemory> kept;
@@ -132,8 +131,9 @@ class PagerImpl {
       throw;
     }
     const bool kept_writes = kept != nullptr;
-    regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, std::move(store), writable,
-                                          track_writes, ReadAheadStreams::for_config(config_, memory_.run_pages),
+    const std::uint64_t run_pages = memory_.run_pages(page);
+    regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, memory_.units_of(page), std::move(store),
+                                          writable, track_writes, ReadAheadStreams::for_region(config_, page, run_pages),
                                           std::move(kept)));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" +
@@ -205,7 +205,7 @@ class PagerImpl {
     }
     if (std::uint64_t pinned = region->pinned_count()) {
       std::lock_guard<std::mutex> lock(pin_mutex_);
-      pinned_pages_ -= pinned;
+      pinned_units_ -= pinned * region->units;
     }
     log(LogLevel::kInfo, "unmapped the region at " + address_text(region->base));
     if (err != 0) errno = err;
@@ -222,15 +222,16 @@ class PagerImpl {
     {
       std::lock_guard<std::mutex> lock(pin_mutex_);
       std::uint64_t more = 0;
-      for (std::uint64_t page = first; page <= last; ++page) more += region->pinned(page) ? 0 : 1;
-      if (pinned_pages_ + more > buffer_.low_water()) {
-        log(LogLevel::kError, "cannot pin " + std::to_string(more) + " more pages: pinned pages may take at most " +
-                                  std::to_string(buffer_.low_water()) + " of the buffer's " +
-                                  std::to_string(buffer_.capacity()) + " (the low water mark)");
+      for (std::uint64_t page = first; page <= last; ++page) more += region->pinned(page) ? 0 : region->units;
+      if (pinned_units_ + more > buffer_.low_water()) {
+        log(LogLevel::kError, "cannot pin " + std::to_string(more * memory_.unit) +
+                                  " more bytes: pinned pages may take at most " +
+                                  std::to_string(buffer_.low_water() * memory_.unit) + " of the buffer's " +
+                                  std::to_string(buffer_.capacity() * memory_.unit) + " bytes (the low water mark)");
         return ENOMEM;
       }
       // Pinned before they are read: an evictor never takes one, whenever it comes in.
-      for (std::uint64_t page = first; page <= last; ++page) pinned_pages_ += region->pin(page) ? 1 : 0;
+      for (std::uint64_t page = first; page <= last; ++page) pinned_units_ += region->pin(page) ? region->units : 0;
     }
     // A read of each page's first byte faults it in, served as any fault is.
     for (std::uint64_t page = first; page <= last; ++page)
@@ -280,10 +281,11 @@ class PagerImpl {
   }
 
   Stats stats() const {
-    Stats s = stats_.snapshot(buffer_.resident());
-    s.peak_resident_pages = buffer_.peak_resident();
+    Stats s = stats_.snapshot(buffer_.resident() * memory_.unit);
+    s.peak_resident_bytes = buffer_.peak_resident() * memory_.unit;
     s.page_size = config_.page_size;
-    s.read_ahead_run_pages = memory_.run_pages;
+    s.read_only_page_size = config_.page_size_for(false);
+    s.read_ahead_run_bytes = memory_.run_bytes;
     const PolicyStats policy = buffer_.policy().stats();
     s.policy_refaults = policy.refaults;
     s.policy_promotions = policy.promotions;
@@ -426,14 +428,14 @@ class PagerImpl {
   const Config config_;
   const unsigned generation_ = fork_generation.load(std::memory_order_acquire);
   Userfaultfd uffd_;
-  const bool huge_pages_ = use_huge_pages(config_, memory_.resident_pages, uffd_);
+  const bool huge_pages_ = use_huge_pages(config_, memory_.resident_units * memory_.unit, uffd_);
   StatsCounters stats_;
   Buffer buffer_;
   Paging paging_;
   RegionTable regions_;
   std::atomic<std::uint64_t> next_region_id_{1};
   std::mutex pin_mutex_;
-  std::uint64_t pinned_pages_ = 0;  // guarded by pin_mutex_
+  std::uint64_t pinned_units_ = 0;  // of the buffer; guarded by pin_mutex_
   // Threads last: they stop before the state they use is destroyed.
   FillerPool fillers_;
   EvictorPool evictors_;

@@ -66,31 +66,30 @@ ssize_t Paging::read_store(Store& store, char* dst, std::size_t n, std::uint64_t
 }
 
 bool Paging::fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer,
-                  const std::function<bool()>& reserve) {
+                  const Reserve& reserve) {
   if (claim(*region, page, request, reserve) != Claim::kClaimed) return false;
   ssize_t got = read_store(*region->store, io_buffer, region->page_size, region->page_offset(page),
                            request.demand ? kReadAttempts : 1);
   return finish(region, page, request, io_buffer, got);
 }
 
-bool Paging::reserve_slot() {
+bool Paging::reserve_slot(std::uint64_t units) {
   const auto give_up_at = std::chrono::steady_clock::now() + kMostWaitForRoom;
-  return buffer_.reserve([&] {
+  return buffer_.reserve(units, [&] {
     if (evict_one()) return true;
     return !write_backs_failing() || std::chrono::steady_clock::now() < give_up_at;
   });
 }
 
-Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillRequest& request,
-                            const std::function<bool()>& reserve) {
+Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillRequest& request, const Reserve& reserve) {
   // A fault on a page being evicted (it faulted just as the page went) fills it once it is gone.
   if (request.demand && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   if (region.state(page) == PageState::kVictim && install_victim(region.shared_from_this(), page, request))
     return Claim::kNotNeeded;
   if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
   if (!request.demand) {
-    if (!buffer_.try_reserve()) return Claim::kNotNeeded;
-  } else if (!reserve()) {
+    if (!buffer_.try_reserve(region.units)) return Claim::kNotNeeded;
+  } else if (!reserve(region.units)) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
     if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
     fail_fault_locked(region, page, request, ENOMEM,
@@ -100,7 +99,7 @@ Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillReques
   }
   std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.state(page) != PageState::kAbsent || region.closing.load()) {
-    buffer_.release();
+    buffer_.release(region.units);
     return Claim::kNotNeeded;
   }
   region.set_state(page, PageState::kFilling);
@@ -175,7 +174,7 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
   }
   if (region.closing.load()) {  // release_region would not find it in the victim buffer: dropped here
     victims_.drop(*slot);
-    buffer_.release();
+    buffer_.release(region.units);
     region.set_state(page, PageState::kAbsent);
     return true;
   }
@@ -198,16 +197,17 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
   return true;
 }
 
-std::size_t Paging::drop_victims(std::size_t most) {
-  std::size_t dropped = 0;
+std::uint64_t Paging::drop_victims(std::uint64_t most) {
+  std::uint64_t dropped = 0;
   while (dropped < most && victims_.enabled()) {
     std::optional<Victim> victim = victims_.pop_oldest();
     if (!victim) break;
-    std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim->page.region, victim->page.page));
+    Region& region = *victim->page.region;
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page.page));
     victims_.drop(victim->slot);
-    buffer_.release();
-    victim->page.region->set_state(victim->page.page, PageState::kAbsent);
-    ++dropped;
+    buffer_.release(region.units);
+    region.set_state(victim->page.page, PageState::kAbsent);
+    dropped += region.units;
   }
   return dropped;
 }
@@ -216,7 +216,7 @@ bool Paging::drop_victim_locked(Region& region, std::uint64_t page) {
   const std::optional<std::uint64_t> slot = victims_.take(region, page);
   if (!slot) return false;
   victims_.drop(*slot);
-  buffer_.release();
+  buffer_.release(region.units);
   region.set_state(page, PageState::kAbsent);
   return true;
 }
@@ -226,14 +226,14 @@ std::uint64_t Paging::claim_run(Region& region, std::uint64_t lead, int directio
   std::uint64_t start = lead, count = 0;
   for (std::uint64_t i = 0; i < most && !region.closing.load(); ++i) {
     const std::uint64_t page = direction > 0 ? lead + i : lead - i;
-    if (region.state(page) == PageState::kAbsent && buffer_.try_reserve()) {
+    if (region.state(page) == PageState::kAbsent && buffer_.try_reserve(region.units)) {
       std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
       if (region.state(page) == PageState::kAbsent && !region.closing.load()) {
         region.set_state(page, PageState::kFilling);
         if (count++ == 0) start = page;
         continue;
       }
-      buffer_.release();
+      buffer_.release(region.units);
     } else if (region.state(page) == PageState::kAbsent) {
       break;  // no free slot: speculative reads never wait for one
     }
@@ -244,7 +244,7 @@ std::uint64_t Paging::claim_run(Region& region, std::uint64_t lead, int directio
 }
 
 void Paging::abandon_fill_locked(Region& region, std::uint64_t page) {
-  buffer_.release();
+  buffer_.release(region.units);
   region.set_state(page, PageState::kAbsent);
   uffd_.wake(region.page_address(page), region.page_size);
 }
@@ -309,7 +309,7 @@ void Paging::fail_fault_locked(Region& region, std::uint64_t page, const FillReq
                static_cast<unsigned long long>(page), static_cast<unsigned long long>(region.page_offset(page)), why,
                std::strerror(err));
   char* address = region.page_address(page);
-  if (holds_slot == HoldsSlot::kYes) buffer_.release();
+  if (holds_slot == HoldsSlot::kYes) buffer_.release(region.units);
   // A poison marker raises SIGBUS at the address each thread touches, as the kernel's would, for
   // every thread waiting on the page and every later access, until the page is evicted.
   if (uffd_.has_poison() && uffd_.poison(address, region.page_size) == 0) {
@@ -494,12 +494,13 @@ int Paging::write_back(Region& region, std::uint64_t page) {
   return write_back_locked(region, page, KeepResident::kYes);
 }
 
-std::size_t Paging::evict(std::size_t most) {
+std::uint64_t Paging::evict(std::uint64_t most) {
   // First write the victims back while they stay resident, so that a page is in transit (and a
   // fault on it waits) only while the batch's memory is dropped, not while others are written.
   std::vector<PageRef> victims;
   std::vector<PageRef> poisoned;  // cleared with the batch; they hold no slot
-  while (victims.size() < most) {
+  std::uint64_t chosen = 0;       // the victims' units
+  while (chosen < most) {
     std::optional<PageRef> victim = buffer_.policy().next_victim();
     if (!victim) break;
     Region& region = *victim->region;
@@ -513,18 +514,19 @@ std::size_t Paging::evict(std::size_t most) {
       continue;
     }
     if (!region.resident(victim->page)) continue;
+    chosen += region.units;
     victims.push_back(std::move(*victim));
   }
   if (int err = write_back_victims(victims); err != 0) report_eviction_failure(err);
   // The batch's last pages (the policy's latest victims) go to the victim buffer, whose oldest make room.
   const std::size_t first_kept = victims.size() > victims_.capacity() ? victims.size() - victims_.capacity() : 0;
-  std::size_t victims_dropped = 0;
+  std::uint64_t victims_dropped = 0;  // units
   std::vector<std::uint64_t> slots;  // taken for the batch, used from the back
   if (victims_.enabled() && !victims.empty()) {
     const std::uint64_t wanted = victims.size() - first_kept;
     slots = victims_.take_slots(wanted);
     if (slots.size() < wanted) {
-      victims_dropped = drop_victims(wanted - slots.size());
+      victims_dropped = drop_victims((wanted - slots.size()) * victim_units_);
       const std::vector<std::uint64_t> freed = victims_.take_slots(wanted - slots.size());
       slots.insert(slots.end(), freed.begin(), freed.end());
     }
@@ -585,7 +587,7 @@ std::size_t Paging::evict(std::size_t most) {
   // Their memory is gone: the slots go back before any page is seen absent. A victim keeps its slot until
   // it is dropped.
   std::uint64_t released = 0;
-  for (std::size_t i = 0; i < victims.size(); ++i) released += kept_in[i] ? 0 : 1;
+  for (std::size_t i = 0; i < victims.size(); ++i) released += kept_in[i] ? 0 : victims[i].region->units;
   buffer_.release(released);
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
@@ -598,9 +600,11 @@ std::size_t Paging::evict(std::size_t most) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*cleared.region, cleared.page));
     cleared.region->set_state(cleared.page, PageState::kAbsent);
   }
-  // The policy had too few pages: the victims' slots are what is left to free.
-  if (victims.size() < most) victims_dropped += drop_victims(most - victims.size());
-  return victims.size() + victims_dropped;
+  // The policy had too few pages: the victims' units are what is left to free.
+  std::uint64_t evicted = 0;
+  for (const PageRef& victim : victims) evicted += victim.region->units;
+  if (evicted < most) victims_dropped += drop_victims(most - evicted);
+  return evicted + victims_dropped;
 }
 
 int Paging::release_region(Region& region, DirtyPages dirty_pages) {
@@ -633,7 +637,7 @@ int Paging::release_region(Region& region, DirtyPages dirty_pages) {
         if (first_error == 0) first_error = err;
         continue;
       }
-      buffer_.release();
+      buffer_.release(region.units);
     }
     region.set_state(page, PageState::kAbsent);
     if (state == PageState::kPoisoned) released.add_poisoned(region, page);

@@ -37,34 +37,46 @@ struct FillRequest {
 
 class Paging {
  public:
-  Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats)
+  // `page_units`: a page of config.page_size's units of the buffer (PageMemory::units_of).
+  Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats, std::uint64_t page_units)
       : config_(config),
         uffd_(uffd),
         buffer_(buffer),
         stats_(stats),
         staging_(uffd, config.page_size),
-        victims_(uffd, config.page_size, buffer.policy().victim_pages()) {}
+        // The policy counts pages of the buffer's unit; its victims are pages of config.page_size.
+        victims_(uffd, config.page_size, buffer.policy().victim_pages() / page_units),
+        victim_units_(page_units) {}
+
+  // Takes a page's units of the buffer for a demand fill, waiting (Paging::reserve_slot, or a filler's own
+  // wait that completes its reads meanwhile); false when none can be had.
+  using Reserve = std::function<bool(std::uint64_t units)>;
 
   // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
-  // fill waits for a buffer slot through `reserve` (as claim's), a speculative one (read-ahead, prefetch)
-  // gives up when none is free. Returns true when this call installed the page.
+  // fill waits for its units through `reserve` (as claim's), a speculative one (read-ahead, prefetch)
+  // gives up when they are not free. Returns true when this call installed the page.
   bool fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer,
-            const std::function<bool()>& reserve);
+            const Reserve& reserve);
 
-  // A fill in two steps, for reads that complete later. claim() takes a buffer slot (through
-  // `reserve`, or only a free one when speculative) and marks the absent page kFilling. kNoRoom: a
+  // A fill in two steps, for reads that complete later. claim() takes the page's units of the buffer (through
+  // `reserve`, or only free ones when speculative) and marks the absent page kFilling. kNoRoom: a
   // demand fill found no slot because the buffer is full of pages that cannot be written back; the
   // fault has been failed (fail_fault). finish() installs the `got` bytes read (-1: the read failed,
   // with errno) and returns true when the page is now resident.
   enum class Claim { kClaimed, kNotNeeded, kNoRoom };
-  bool try_reserve_slot() { return buffer_.try_reserve(); }
-  // Waits for a slot; false after a bounded wait while write-backs fail and nothing can be evicted.
-  bool reserve_slot();
-  Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const std::function<bool()>& reserve);
+  bool try_reserve_slot(std::uint64_t units) { return buffer_.try_reserve(units); }
+  // Waits for `units`; false after a bounded wait while write-backs fail and nothing can be evicted.
+  bool reserve_slot(std::uint64_t units);
+  // Whether the whole region fits in the buffer and `pages` more of it can be read in now without evicting
+  // anything (Buffer::has_room).
+  bool has_room(const Region& region, std::uint64_t pages) const {
+    return buffer_.has_room(region.page_count * region.units, pages * region.units);
+  }
+  Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const Reserve& reserve);
   bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);
   // The same for a run of speculative pages read with one request. claim_run() claims up to `most` absent
   // pages from `lead` in `direction`: the first it can, and those after it up to one it cannot (resident,
-  // in transit, or no free buffer slot). Returns how many, and in `first` the lowest of them.
+  // in transit, or no free units in the buffer). Returns how many, and in `first` the lowest of them.
   std::uint64_t claim_run(Region& region, std::uint64_t lead, int direction, std::uint64_t most, std::uint64_t& first);
   // Installs the pages the `got` bytes read cover with one copy, clean; the others (a read that failed or
   // ended early, a copy that failed) are left absent for a fault to read again.
@@ -80,12 +92,12 @@ class Paging {
   // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
   // error the page stays dirty.
   int write_back(Region& region, std::uint64_t page);
-  // Evicts up to `most` victims of the policy, dropping their memory together, or keeping it in the victim
-  // buffer (which then drops its oldest victims to make room); when the policy has fewer, drops victims of the
-  // buffer instead. Returns how many pages it evicted or dropped.
-  std::size_t evict(std::size_t most);
-  // Frees a slot for a page: a victim of the buffer goes first, which costs no write-back and no wait.
-  bool evict_one() { return drop_victims(1) == 1 || evict(1) == 1; }
+  // Evicts victims of the policy until `most` units are freed, dropping their memory together, or keeping it in
+  // the victim buffer (which then drops its oldest victims to make room); when the policy has too few, drops
+  // victims of the buffer instead. Returns how many units it freed (victims kept still hold theirs).
+  std::uint64_t evict(std::uint64_t most);
+  // Frees room for a page: a victim of the buffer goes first, which costs no write-back and no wait.
+  bool evict_one() { return drop_victims(1) > 0 || evict(1) > 0; }
   // What release_region does with a dirty page: writes it back, or drops it with the rest (a store whose
   // contents die with the region: a heap mapping's).
   enum class DirtyPages { kWriteBack, kDiscard };
@@ -137,8 +149,8 @@ class Paging {
   // A fault (or read-ahead) on a page in the victim buffer: installs it from there, as `request` asks; false
   // when it is no longer a victim (dropped meanwhile: the caller fills it as an absent page).
   bool install_victim(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
-  // Drops up to `most` of the oldest victims, giving their buffer slots back; returns how many.
-  std::size_t drop_victims(std::size_t most);
+  // Drops the oldest victims until `most` units are given back; returns how many were.
+  std::uint64_t drop_victims(std::uint64_t most);
   // Under the page's stripe, a kVictim page: drops it (absent, its slot back) unless a dropper has taken it.
   bool drop_victim_locked(Region& region, std::uint64_t page);
   void note_write_back(int err);
@@ -151,6 +163,7 @@ class Paging {
   Zapper zapper_;
   StagingArea staging_;
   VictimBuffer victims_;
+  const std::uint64_t victim_units_;  // a victim's units of the buffer: its pages are of config.page_size
   std::atomic<bool> write_backs_failing_{false};
   std::atomic<bool> reported_eviction_failure_{false};
 };

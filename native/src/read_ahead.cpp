@@ -4,10 +4,10 @@
 
 namespace autopager {
 
-ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window,
+ReadAheadStreams::ReadAheadStreams(unsigned read_ahead, std::uint64_t run_pages, std::uint64_t most_window,
                                    std::uint64_t shared_window)
     : read_ahead_(read_ahead),
-      run_pages_(std::max(run_pages, 1u)),
+      run_pages_(std::max<std::uint64_t>(run_pages, 1)),
       most_window_(std::max<std::uint64_t>(most_window, read_ahead)),
       shared_window_(shared_window) {}
 
@@ -15,10 +15,10 @@ std::uint64_t ReadAheadStreams::run_of(const Stream& s) const {
   return std::clamp<std::uint64_t>(s.window / (2 * std::uint64_t{read_ahead_}), 1, run_pages_);
 }
 
-ReadAheadStreams ReadAheadStreams::for_config(const Config& config, unsigned run_pages) {
+ReadAheadStreams ReadAheadStreams::for_region(const Config& config, std::size_t page_size, std::uint64_t run_pages) {
   constexpr std::uint64_t kMostWindowBytes = 64u << 20;
-  const std::uint64_t eighth = config.buffer_pages / 8;
-  return ReadAheadStreams(config.read_ahead, run_pages, std::min<std::uint64_t>(eighth, kMostWindowBytes / config.page_size),
+  const std::uint64_t eighth = config.buffer_bytes() / 8 / page_size;
+  return ReadAheadStreams(config.read_ahead, run_pages, std::min<std::uint64_t>(eighth, kMostWindowBytes / page_size),
                           eighth);
 }
 
@@ -53,7 +53,7 @@ ReadAheadStreams::Stream& ReadAheadStreams::replaced() {
 }
 
 ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page) {
-  if (read_ahead_ == 0) return Reads{};
+  if (read_ahead_ == 0) return Reads{Direction::kNone, 1, true};  // no streams: every fault is on its own
   ++clock_;
   for (Stream& s : streams_) {
     if (s.window != 0 && page == s.newest_fault) {
@@ -62,9 +62,16 @@ ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page) {
       return Reads{static_cast<Direction>(s.direction), run_of(s)};
     }
     // A fault up to just past the stream's window continues it; a stream of one fault goes either way, up to
-    // read_ahead + 1 pages from it.
+    // read_ahead + 1 pages from what it read.
     for (int towards : {1, -1}) {
-      if (s.window == 0 || s.direction == -towards || !s.ahead(page, towards, s.window + 1)) continue;
+      if (s.window == 0 || s.direction == -towards) continue;
+      if (s.direction == 0) {
+        Stream edge = s;
+        edge.newest_fault = towards > 0 ? s.high : s.low;
+        if (!edge.ahead(page, towards, std::uint64_t{read_ahead_} + 1)) continue;
+      } else if (!s.ahead(page, towards, s.window + 1)) {
+        continue;
+      }
       s.direction = towards;
       s.newest_fault = page;
       s.last_use = clock_;
@@ -73,8 +80,18 @@ ReadAheadStreams::Reads ReadAheadStreams::fault(std::uint64_t page) {
     }
   }
   // A new stream reads nothing ahead until a second fault shows it is sequential.
-  replaced() = Stream{page, read_ahead_, 0, clock_};
-  return Reads{};
+  replaced() = Stream{page, read_ahead_, 0, clock_, page, page};
+  return Reads{Direction::kNone, 1, true};
+}
+
+void ReadAheadStreams::read_around(std::uint64_t page, std::uint64_t first, std::uint64_t count) {
+  for (Stream& s : streams_) {
+    if (s.window == 0 || s.direction != 0 || s.newest_fault != page) continue;
+    s.low = first;
+    s.high = first + count - 1;
+    s.window = std::min(std::max<std::uint64_t>(s.window, count), most_window_);
+    return;
+  }
 }
 
 bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const {

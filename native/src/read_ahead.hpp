@@ -13,10 +13,11 @@
 // Where pages are small, a stream's reads grow into runs of pages read with one request (page_memory.hpp):
 // one page each at first, then, as each sequential fault doubles the window, larger, up to `run_pages`.
 // The first reads stay small because a stream is a guess: a binary search's last probes fall a page or two
-// apart and look like one, and reading a megabyte at each would multiply its reads. So with the default page
-// (the system page, config.hpp) the unit a fault reads follows the faults: a page for an isolated fault,
-// runs doubling along a stream up to `read_ahead_run` bytes, and a page again once random faults have
-// replaced the stream. A stream's window is at most an eighth of the buffer, and the windows of the streams
+// apart and look like one, and reading a megabyte at each would multiply its reads. So with the default page of
+// read-only regions (the system page, config.hpp) the unit a fault reads follows the faults: a block for a fault
+// that starts a stream (read_around.hpp), runs doubling along a stream up to `read_ahead_run` bytes, and a
+// block again once random faults have replaced the stream. A stream whose first fault read a block around it
+// goes on from the block's edges. A stream's window is at most an eighth of the buffer, and the windows of the streams
 // in use share another eighth between them: a small buffer fills at the high water mark and is evicted down
 // to the low one, and windows that add up to more than that gap evict their own pages before the program
 // reaches them (STREAM's three arrays at a quarter of the buffer each read its data twice over, and nearly
@@ -44,19 +45,24 @@ class ReadAheadStreams {
   struct Reads {
     Direction direction = Direction::kNone;
     std::uint64_t run = 1;
+    bool starts = false;  // the fault started a stream: no fault before it was this near
   };
 
   // `read_ahead`: reads kept in flight for a stream, each of up to `run_pages` pages; `most_window`: pages
   // a stream may run ahead of its newest fault; `shared_window`: pages the streams in use may run ahead of
   // their faults together, shared evenly (no stream below `read_ahead`).
-  ReadAheadStreams(unsigned read_ahead, unsigned run_pages, std::uint64_t most_window,
+  ReadAheadStreams(unsigned read_ahead, std::uint64_t run_pages, std::uint64_t most_window,
                    std::uint64_t shared_window = UINT64_MAX);
-  // A window of at most an eighth of the buffer and 64 MiB, the streams' windows an eighth together.
-  static ReadAheadStreams for_config(const Config& config, unsigned run_pages);
+  // For a region of pages of `page_size` whose reads cover `run_pages` at most: a window of at most an eighth of
+  // the buffer and 64 MiB, the streams' windows an eighth together.
+  static ReadAheadStreams for_region(const Config& config, std::size_t page_size, std::uint64_t run_pages);
 
   // A fault on the missing `page`: starts a stream (kNone), or continues one, widens its window and says
   // what it reads.
   Reads fault(std::uint64_t page);
+  // The fault on `page` that just started a stream read pages [first, first + count) around it: the stream goes
+  // on from a fault just past either end, with a window as wide as what was read.
+  void read_around(std::uint64_t page, std::uint64_t first, std::uint64_t count);
   // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
   // the next read and what it reads, when its stream goes on.
   bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const;
@@ -65,7 +71,7 @@ class ReadAheadStreams {
   // would bring back pages it is done with, evicted meanwhile.
   bool passed(std::uint64_t first, std::uint64_t count, int direction) const;
   // The most pages a read covers.
-  unsigned run_pages() const { return run_pages_; }
+  std::uint64_t run_pages() const { return run_pages_; }
 
  private:
   struct Stream {
@@ -75,6 +81,10 @@ class ReadAheadStreams {
     std::uint64_t window = 0;
     int direction = 0;  // +1 forward, -1 backward, 0 not known yet (one fault)
     std::uint64_t last_use = 0;
+    // Of a stream of one fault: the pages read around it (newest_fault alone when none), which a second fault
+    // continues from.
+    std::uint64_t low = 0;
+    std::uint64_t high = 0;
     // Whether `page` lies within `reach` pages beyond the newest fault in direction `towards`.
     bool ahead(std::uint64_t page, int towards, std::uint64_t reach) const;
   };
@@ -92,7 +102,7 @@ class ReadAheadStreams {
   std::uint64_t run_of(const Stream& s) const;
 
   const unsigned read_ahead_;
-  const unsigned run_pages_;
+  const std::uint64_t run_pages_;
   const std::uint64_t most_window_;
   const std::uint64_t shared_window_;
   std::array<Stream, kStreams> streams_{};

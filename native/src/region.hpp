@@ -30,13 +30,16 @@ enum class PageState : std::uint8_t {
 };
 
 struct Region : std::enable_shared_from_this<Region> {
-  Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::shared_ptr<Store> store,
-         bool writable, bool track_writes, ReadAheadStreams read_ahead, std::unique_ptr<KeptMemory> kept = nullptr)
+  // `units`: what one of its pages takes of the buffer (PageMemory::units_of).
+  Region(std::uint64_t id, char* base, std::size_t length, std::size_t page_size, std::uint64_t units,
+         std::shared_ptr<Store> store, bool writable, bool track_writes, ReadAheadStreams read_ahead,
+         std::unique_ptr<KeptMemory> kept = nullptr)
       : id(id),
         base(base),
         length(length),
         page_size(page_size),
         page_count((length + page_size - 1) / page_size),
+        units(units),
         store(std::move(store)),
         writable(writable),
         track_writes(track_writes),
@@ -51,6 +54,7 @@ struct Region : std::enable_shared_from_this<Region> {
   const std::size_t length;        // as asked; the mapping is rounded up to whole pages
   const std::size_t page_size;
   const std::uint64_t page_count;
+  const std::uint64_t units;
   const std::shared_ptr<Store> store;
   const bool writable;
   const bool track_writes;         // pages are installed write-protected and made writable on first write

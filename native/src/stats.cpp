@@ -43,11 +43,12 @@ double LatencyHistogram::percentile_us(double p) const {
   return lower_bound_of(kBuckets) / 1000.0;
 }
 
-Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
+Stats StatsCounters::snapshot(std::uint64_t resident_bytes) const {
   Stats s;
   s.read_faults = read_faults.load(std::memory_order_relaxed);
   s.write_faults = write_faults.load(std::memory_order_relaxed);
   s.fills = fills.load(std::memory_order_relaxed);
+  s.read_around_pages = read_around_pages.load(std::memory_order_relaxed);
   s.reads = reads.load(std::memory_order_relaxed);
   s.bytes_read = bytes_read.load(std::memory_order_relaxed);
   s.evictions = evictions.load(std::memory_order_relaxed);
@@ -56,7 +57,7 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
   s.bytes_written = bytes_written.load(std::memory_order_relaxed);
   s.write_errors = write_errors.load(std::memory_order_relaxed);
   s.read_errors = read_errors.load(std::memory_order_relaxed);
-  s.resident_pages = resident_pages;
+  s.resident_bytes = resident_bytes;
   std::int64_t dirty = dirty_pages.load(std::memory_order_relaxed);
   s.dirty_pages = dirty > 0 ? static_cast<std::uint64_t>(dirty) : 0;
   s.fault_service_mean_us = fault_service.mean_us();
@@ -66,12 +67,14 @@ Stats StatsCounters::snapshot(std::uint64_t resident_pages) const {
 
 std::string Stats::to_json() const {
   std::ostringstream out;
-  out << "{\"page_size\": " << page_size << ", \"read_ahead_run_pages\": " << read_ahead_run_pages
+  out << "{\"page_size\": " << page_size << ", \"read_only_page_size\": " << read_only_page_size
+      << ", \"read_ahead_run_bytes\": " << read_ahead_run_bytes
       << ", \"read_faults\": " << read_faults << ", \"write_faults\": " << write_faults << ", \"fills\": " << fills
+      << ", \"read_around_pages\": " << read_around_pages
       << ", \"reads\": " << reads
       << ", \"bytes_read\": " << bytes_read << ", \"evictions\": " << evictions << ", \"write_backs\": " << write_backs
       << ", \"bytes_written\": " << bytes_written << ", \"write_errors\": " << write_errors << ", \"read_errors\": " << read_errors
-      << ", \"resident_pages\": " << resident_pages << ", \"peak_resident_pages\": " << peak_resident_pages
+      << ", \"resident_bytes\": " << resident_bytes << ", \"peak_resident_bytes\": " << peak_resident_bytes
       << ", \"dirty_pages\": " << dirty_pages
       << ", \"policy_refaults\": " << policy_refaults << ", \"policy_promotions\": " << policy_promotions
       << ", \"policy_second_chances\": " << policy_second_chances << ", \"policy_demotions\": " << policy_demotions

@@ -30,6 +30,7 @@ struct StatsCounters {
   std::atomic<std::uint64_t> read_faults{0};
   std::atomic<std::uint64_t> write_faults{0};
   std::atomic<std::uint64_t> fills{0};
+  std::atomic<std::uint64_t> read_around_pages{0};
   std::atomic<std::uint64_t> reads{0};
   std::atomic<std::uint64_t> bytes_read{0};
   std::atomic<std::uint64_t> evictions{0};
@@ -44,7 +45,7 @@ struct StatsCounters {
   static void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
     counter.fetch_add(n, std::memory_order_relaxed);
   }
-  Stats snapshot(std::uint64_t resident_pages) const;
+  Stats snapshot(std::uint64_t resident_bytes) const;
 };
 
 }  // namespace autopager

@@ -175,7 +175,7 @@ TEST(Concurrency, UnmappingWhilePagesComeAndGoGivesEverySlotBackOnce) {
   }
   for (auto& th : threads) th.join();
   EXPECT_FALSE(failed);
-  EXPECT_EQ(pager.stats().resident_pages, 0u);
+  EXPECT_EQ(pager.stats().resident_bytes, 0u);
 }
 
 }  // namespace

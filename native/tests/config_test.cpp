@@ -141,6 +141,49 @@ TEST(Config, BufferInSystemPagesWithoutAPageSizeKeepsItsBytes) {
   EXPECT_EQ(Config::from_environment().page_size, std::size_t{1} << 20);
 }
 
+// Read-only regions take the system page (doubled past 4 Mi pages of buffer), writable ones the buffer's page;
+// a page size given is every region's, and a buffer given alone gets both pages chosen for it.
+TEST(Config, ReadOnlyRegionsTakeTheSystemPageUnlessAPageSizeIsGiven) {
+  const std::size_t sys = system_page_size();
+  const Config defaults = Config::defaults();
+  EXPECT_EQ(defaults.read_only_page_size, read_only_page_size_for_buffer(defaults.buffer_bytes()));
+  EXPECT_EQ(defaults.page_size_for(true), defaults.page_size);
+  EXPECT_EQ(defaults.page_size_for(false), defaults.read_only_page_size);
+  EXPECT_EQ(read_only_page_size_for_buffer(std::uint64_t{1} << 30), sys);
+  EXPECT_EQ(read_only_page_size_for_buffer((std::uint64_t{4} << 20) * sys), sys);
+  EXPECT_EQ(read_only_page_size_for_buffer((std::uint64_t{4} << 20) * sys + sys), 2 * sys);
+  EXPECT_EQ(defaults.read_around, std::size_t{4} << 20);
+  EnvGuard env;
+  env.set("UMAP_BUFSIZE", std::to_string((std::uint64_t{1} << 30) / sys).c_str());
+  Config buffer_only = Config::from_environment();
+  EXPECT_EQ(buffer_only.page_size, std::size_t{1} << 20);
+  EXPECT_EQ(buffer_only.page_size_for(false), sys);
+  env.set("UMAP_PAGESIZE", std::to_string(16 * sys).c_str());
+  Config given = Config::from_environment();
+  EXPECT_EQ(given.read_only_page_size, 0u);
+  EXPECT_EQ(given.page_size_for(false), 16 * sys);
+  EXPECT_EQ(given.page_size_for(true), 16 * sys);
+  // A read-only page larger than a page size set in code is that page size.
+  Config smaller = Config::defaults();
+  smaller.read_only_page_size = 8 * sys;
+  smaller.page_size = 2 * sys;
+  EXPECT_EQ(smaller.page_size_for(false), 2 * sys);
+  EXPECT_NO_THROW(smaller.validate());
+  smaller.read_only_page_size = sys + 512;
+  EXPECT_NE(refusal(smaller).find("read_only_page_size"), std::string::npos);
+}
+
+TEST(Config, ReadAroundIsCheckedReadAndTurnedOffByZero) {
+  EnvGuard env;
+  env.set("UMAP_READ_AROUND", "0");
+  EXPECT_EQ(Config::from_environment().read_around, 0u);
+  env.set("UMAP_READ_AROUND", std::to_string(system_page_size() * 32).c_str());
+  EXPECT_EQ(Config::from_environment().read_around, system_page_size() * 32);
+  EXPECT_NE(env_refusal("UMAP_READ_AROUND", "1000").find("read_around (UMAP_READ_AROUND) = 1000: not a multiple"),
+            std::string::npos);
+  EXPECT_NE(env_refusal("UMAP_READ_AROUND", "1099511627776").find("out of range"), std::string::npos);
+}
+
 // The variables README.md gives for UMap's defaults.
 TEST(Config, VariablesReproduceUMapsDefaults) {
   EnvGuard env;
@@ -148,6 +191,7 @@ TEST(Config, VariablesReproduceUMapsDefaults) {
   const std::string threads = std::to_string(hardware_threads());
   env.set("UMAP_PAGESIZE", std::to_string(sys).c_str());
   env.set("UMAP_READ_AHEAD", "0");
+  env.set("UMAP_READ_AROUND", "0");
   env.set("UMAP_DIRECT_IO", "0");
   env.set("UMAP_PAGE_FILLERS", threads.c_str());
   env.set("UMAP_PAGE_EVICTORS", threads.c_str());
@@ -156,7 +200,9 @@ TEST(Config, VariablesReproduceUMapsDefaults) {
   base.buffer_pages = 300;
   Config c = Config::from_environment(base);
   EXPECT_EQ(c.page_size, sys);
+  EXPECT_EQ(c.page_size_for(false), sys);
   EXPECT_EQ(c.read_ahead, 0u);
+  EXPECT_EQ(c.read_around, 0u);
   EXPECT_FALSE(c.direct_io);
   EXPECT_EQ(c.fillers, hardware_threads());
   EXPECT_EQ(c.evictors, hardware_threads());

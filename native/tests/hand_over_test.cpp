@@ -82,7 +82,7 @@ TEST(HandOver, AKernelMappingOfTheFileTakesTheRegionsPlace) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_EQ(pager.region_base(base), nullptr);
-  EXPECT_EQ(pager.stats().resident_pages, 0u);
+  EXPECT_EQ(pager.stats().resident_bytes, 0u);
 
   // The region's writes, the writer's, and the file's own bytes, now through the kernel's mapping.
   ASSERT_EQ(msync(base, span, MS_SYNC), 0);

@@ -13,7 +13,7 @@ namespace {
 
 RegionPtr fake_region(std::uint64_t id, std::uint64_t pages) {
   // Never mapped: the policies read only a region's id and compare its address.
-  return std::make_shared<Region>(id, nullptr, pages * 4096, 4096, nullptr, false, true, ReadAheadStreams(0, 1, 1));
+  return std::make_shared<Region>(id, nullptr, pages * 4096, 4096, 1, nullptr, false, true, ReadAheadStreams(0, 1, 1));
 }
 
 class Trace {

@@ -32,13 +32,13 @@ TEST_P(ReadFaults, MatchTheFileBytes) {
   Stats s = pager.stats();
   EXPECT_GT(s.evictions, 0u);
   EXPECT_EQ(s.write_backs, 0u);
-  EXPECT_LE(s.resident_pages, 16u);
-  EXPECT_GE(s.peak_resident_pages, s.resident_pages);  // the buffer filled up before it evicted
-  EXPECT_GT(s.peak_resident_pages, 8u);
-  EXPECT_LE(s.peak_resident_pages, 16u);
+  EXPECT_LE(s.resident_bytes, 16 * page_size);
+  EXPECT_GE(s.peak_resident_bytes, s.resident_bytes);  // the buffer filled up before it evicted
+  EXPECT_GT(s.peak_resident_bytes, 8 * page_size);
+  EXPECT_LE(s.peak_resident_bytes, 16 * page_size);
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
-  EXPECT_EQ(pager.stats().resident_pages, 0u);
-  EXPECT_EQ(pager.stats().peak_resident_pages, s.peak_resident_pages);  // a peak, not the current count
+  EXPECT_EQ(pager.stats().resident_bytes, 0u);
+  EXPECT_EQ(pager.stats().peak_resident_bytes, s.peak_resident_bytes);  // a peak, not the current count
 }
 
 INSTANTIATE_TEST_SUITE_P(PageSizes, ReadFaults,
@@ -131,7 +131,7 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   Config config = small_config(page, 1024);
   config.read_ahead = 2;
   Pager pager(config);
-  const std::uint64_t run = pager.stats().read_ahead_run_pages;
+  const std::uint64_t run = pager.stats().read_ahead_run_bytes / page;
   ASSERT_GE(run, 16u);
   auto store = std::make_shared<testing::FaultyFileStore>(file.path(), true);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(store, pages * page, PROT_READ));
@@ -150,20 +150,21 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
-// At the default page and read-ahead, the unit a fault reads follows the faults: random faults far apart (in
-// the second half of the file) read their own page each, one request a page; a scan of the first half then
-// reads runs of many pages a request.
+// At the default page, read-ahead and read-around, the unit a fault reads follows the faults. In a file larger
+// than the buffer, random faults far apart (in the second half of the file) read their own page each, one request
+// a page; a scan of the first half then reads runs of many pages a request.
 TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const Config defaults = Config::defaults();
   const std::size_t page = system_page_size();
-  const std::uint64_t pages = (std::uint64_t{32} << 20) / page;
+  const std::uint64_t pages = (std::uint64_t{64} << 20) / page;
   ScratchFile file(pages * page);
-  Config config = small_config(page, 2 * pages);  // every page stays resident
+  Config config = small_config(page, pages / 4);
   config.read_ahead = defaults.read_ahead;
   config.read_ahead_run = defaults.read_ahead_run;
+  config.read_around = defaults.read_around;
   Pager pager(config);
-  ASSERT_GE(pager.stats().read_ahead_run_pages * page, std::uint64_t{1} << 20);
+  ASSERT_GE(pager.stats().read_ahead_run_bytes, std::uint64_t{1} << 20);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
   std::uint64_t wrong = 0;
   constexpr std::uint64_t kRandom = 300;
@@ -182,6 +183,37 @@ TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
   const std::uint64_t scan_bytes = scan.bytes_read - random.bytes_read;
   EXPECT_GE(scan_bytes, pages / 2 * page);
   EXPECT_GE(scan_bytes / scan_reads, std::uint64_t{128} << 10) << "the scan's reads: " << scan.to_json();
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
+// A file that fits in the buffer is read in large blocks around random faults (read_around.hpp): a random walk
+// over it (a BFS over a graph in memory) faults a few times a block, not once a page, and sees every byte.
+TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const Config defaults = Config::defaults();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = (std::uint64_t{32} << 20) / page;
+  ScratchFile file(pages * page);
+  Config config = small_config(page, 2 * pages);
+  config.read_ahead = defaults.read_ahead;
+  config.read_ahead_run = defaults.read_ahead_run;
+  config.read_around = defaults.read_around;
+  ASSERT_GE(config.read_around, std::size_t{1} << 20);
+  Pager pager(config);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < pages; ++i) {
+    const std::uint64_t at = (i * 2654435761u) % pages * page + i % page;  // every page once, in random order
+    wrong += bytes[at] != pattern_byte(at, 1);
+  }
+  EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_EQ(s.fills, pages) << s.to_json();
+  EXPECT_EQ(s.bytes_read, pages * page) << s.to_json();
+  // A block of read_around pages a fault, one request a run of read_ahead_run: some faults fall in a block
+  // already being read and wait for its run.
+  EXPECT_LT(s.read_faults, pages / 16) << s.to_json();
+  EXPECT_GT(s.read_around_pages, pages / 2) << s.to_json();
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
@@ -218,6 +250,7 @@ TEST(Eviction, RetainedPagesOutliveALoopOverMoreThanTheBuffer) {
   for (unsigned retain : {0u, 50u}) {
     Config config = small_config(page, buffer);
     config.read_ahead = 0;
+    config.read_around = 0;
     config.evict_retain = retain;
     Pager pager(config);
     auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));

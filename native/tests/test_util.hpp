@@ -71,6 +71,7 @@ class ScratchFile {
 inline Config small_config(std::size_t page_size, std::uint64_t buffer_pages, unsigned threads = 2) {
   Config c = Config::defaults();
   c.page_size = page_size;
+  c.read_only_page_size = 0;  // a page size given is every region's, as UMAP_PAGESIZE makes it
   c.buffer_pages = buffer_pages;
   c.fillers = threads;
   c.evictors = threads;

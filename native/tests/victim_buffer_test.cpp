@@ -37,6 +37,7 @@ TEST_P(VictimBuffer, AFaultOnAVictimReadsNothingAndSeesItsData) {
   Config config = small_config(page, 256);
   config.eviction = Eviction::kHotFifo;
   config.read_ahead = 0;
+  config.read_around = 0;  // a page a fault: the scan's evictions in fill order
   config.evictors = 1;  // batches one after another: the page evicted last is in the latest batch's victims
   // Evictors stop within 15% of the buffer: fewer pages than the victim buffer holds (a quarter of the
   // hot-page FIFO's), so that the page evicted last before the scan ended is still a victim afterwards.

@@ -240,7 +240,7 @@ TEST(Writes, ADiscardedRegionWritesNothingAndGivesItsSlotsBack) {
     EXPECT_GT(written.dirty_pages, 0u);
     ASSERT_TRUE(pager.discard(bytes));
     const Stats after = pager.stats();
-    EXPECT_EQ(after.resident_pages, 0u);
+    EXPECT_EQ(after.resident_bytes, 0u);
     EXPECT_EQ(after.dirty_pages, 0u);
     EXPECT_EQ(after.write_backs, written.write_backs) << "nothing written at the discard";
     if (buffer > pages) EXPECT_EQ(file.contents(), original) << "the file as it was";

@@ -15,8 +15,9 @@ from tests.pager_support import requires_userfaultfd, run_python
 
 pytestmark = requires_userfaultfd
 
-STATS = {"page_size", "read_ahead_run_pages", "read_faults", "write_faults", "fills", "reads", "bytes_read", "evictions",
-         "write_backs", "bytes_written", "write_errors", "read_errors", "resident_pages", "peak_resident_pages",
+STATS = {"page_size", "read_only_page_size", "read_ahead_run_bytes", "read_faults", "write_faults", "fills",
+         "read_around_pages", "reads", "bytes_read", "evictions",
+         "write_backs", "bytes_written", "write_errors", "read_errors", "resident_bytes", "peak_resident_bytes",
          "dirty_pages", "fault_service_mean_us", "fault_service_p99_us", "policy_refaults", "policy_promotions",
          "policy_second_chances", "policy_demotions", "victim_hits"}
 
@@ -31,10 +32,11 @@ def path(tmp_path):
 def test_parameters_in_bytes_and_notation():
     with autopager.Pager(page_size="64KiB", buffer_size="2MiB", fillers=3, evictors=2, evict_high_water=80,
                          evict_low_water=40, evict_retain=30, eviction="s3fifo", read_ahead=2, read_ahead_run="256KiB",
-                         max_fault_events=16, direct_io=1, compression="lz4") as pager:
+                         read_around="512KiB", max_fault_events=16, direct_io=1, compression="lz4") as pager:
         assert pager.config == {"page_size": 65536, "fillers": 3, "evictors": 2, "buffer_size": 2 << 20,
                                 "evict_high_water": 80, "evict_low_water": 40, "evict_retain": 30, "eviction": "s3fifo",
-                                "read_ahead": 2, "read_ahead_run": 256 << 10, "max_fault_events": 16, "direct_io": 1,
+                                "read_ahead": 2, "read_ahead_run": 256 << 10, "read_around": 512 << 10,
+                                "max_fault_events": 16, "direct_io": 1,
                                 "compression": "lz4", "huge_pages": "off"}
         assert "page_size=65536" in repr(pager) and "open" in repr(pager)
 
@@ -118,7 +120,7 @@ def test_stats_count_the_paging(path):
         stats = pager.stats()
         assert set(stats) == STATS
         assert stats["fills"] >= 64 and stats["bytes_read"] >= 4 << 20 and stats["evictions"] >= 48
-        assert stats["resident_pages"] <= stats["peak_resident_pages"] <= 16
+        assert stats["resident_bytes"] <= stats["peak_resident_bytes"] <= 16 * 65536
         pager.flush()
         assert pager.stats()["dirty_pages"] == 0 and pager.stats()["write_backs"] >= 1
     assert pager.stats()["fills"] >= 64  # the counters at closing
@@ -142,7 +144,7 @@ def test_several_arrays_share_one_buffer(path, tmp_path):
     with autopager.Pager(page_size=65536, buffer_size="1MiB") as pager:
         arrays = [pager.memmap(path, dtype=np.float32, mode="r") for _ in range(3)]
         assert all(a[-1] == (1 << 20) - 1 for a in arrays)
-        assert pager.stats()["resident_pages"] <= 16
+        assert pager.stats()["resident_bytes"] <= 16 * 65536
         assert all(a.region.pager is arrays[0].region.pager for a in arrays)
 
 

@@ -37,7 +37,7 @@ def native_config(name, value):
                          ids=lambda p: p.name)
 def test_each_range_ends_where_the_native_pager_ends_it(parameter):
     """Both ends are accepted by the pager's own Config.validate and by check_value; one step past them, by neither."""
-    step = SYSTEM_PAGE if parameter.name in ("page_size", "read_ahead_run") else 1
+    step = SYSTEM_PAGE if parameter.name in ("page_size", "read_ahead_run", "read_around") else 1
     for value in (parameter.low, parameter.high):
         native_config(parameter.name, value).validate()
         assert check_value(parameter.name, value) == value

@@ -131,7 +131,8 @@ def test_zipf_keys_are_skewed_and_uniform_ones_not(argv, data_dir):
     program, *args = argv
     args += ["--data-dir", str(data_dir), "--threads", "2"]
     assert run(program, *args, "--generate").returncode == 0
-    whole = {"UMAP_PAGESIZE": "4096", "UMAP_BUFSIZE": str(2 * (4 << 20) // 4096), "UMAP_READ_AHEAD": "0"}
+    whole = {"UMAP_PAGESIZE": "4096", "UMAP_BUFSIZE": str(2 * (4 << 20) // 4096), "UMAP_READ_AHEAD": "0",
+             "UMAP_READ_AROUND": "0"}
     fills = {keys: result_line(run(program, *args, "--keys", keys, env=whole))["stats"]["fills"]
              for keys in ("uniform", "zipf")}
     assert fills["zipf"] < 0.8 * fills["uniform"], fills

@@ -7,7 +7,7 @@ from autopager.tuner.space import Params
 from autopager.tuner.strategies.base import WAIT, Option, SearchStrategy, count, parameters, share
 
 ORDER = ("page_size", "fillers", "evictors", "evict_high_water", "evict_low_water", "evict_retain", "eviction",
-         "huge_pages", "read_ahead", "read_ahead_run", "max_fault_events", "buffer_size")
+         "huge_pages", "read_ahead", "read_ahead_run", "read_around", "max_fault_events", "buffer_size")
 
 
 def better(loss: float | None, than: float | None, min_improvement: float) -> bool:

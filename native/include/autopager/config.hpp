@@ -46,7 +46,13 @@ enum class HugePages : unsigned {
 inline constexpr std::size_t kHugePageSize = std::size_t{2} << 20;
 
 struct Config {
-  std::size_t page_size = 0;        // bytes an isolated fault reads; a multiple of the system page (page_size_for_buffer)
+  std::size_t page_size = 0;        // the unit of residency and dirtiness of writable regions, and of every region
+                                    // when read_only_page_size is 0; a multiple of the system page
+                                    // (page_size_for_buffer when none is given)
+  std::size_t read_only_page_size = 0;  // the page of read-only regions, at most page_size; 0: page_size.
+                                        // defaults(): the system page (read_only_page_size_for_buffer), which
+                                        // reads grow from (read_around, read-ahead runs); a page size given
+                                        // (UMAP_PAGESIZE) sets it to 0
   unsigned fillers = 0;             // threads reading pages from stores; defaults(): twice the hardware threads
   unsigned evictors = 0;            // threads writing back and evicting; defaults(): half the hardware threads, ≥ 1
   std::uint64_t buffer_pages = 0;   // most pages (of page_size) resident at once, over all regions
@@ -58,6 +64,8 @@ struct Config {
   unsigned read_ahead = 0;          // reads kept in flight along a sequential stream (read_ahead.hpp); defaults(): 2
   std::size_t read_ahead_run = std::size_t{1} << 20;  // most bytes one read-ahead read covers (whole pages of
                                                       // page_size; at most a quarter of a filler's read slots)
+  std::size_t read_around = 0;      // most bytes read around a fault that starts no stream (read_around.hpp); 0:
+                                    // the page alone; defaults(): 4 MiB
   unsigned max_fault_events = 0;    // fault events read from the kernel per call; defaults(): hardware threads
   bool direct_io = false;           // file stores made by umap(), the preload and memmap use O_DIRECT where the
                                     // file system allows; defaults(): true
@@ -85,14 +93,23 @@ struct Config {
   void validate() const;
 
   std::size_t buffer_bytes() const { return static_cast<std::size_t>(buffer_pages) * page_size; }
+  // The page of a region: read-only ones take read_only_page_size where it is set (and smaller).
+  std::size_t page_size_for(bool writable) const {
+    return writable || read_only_page_size == 0 || read_only_page_size > page_size ? page_size : read_only_page_size;
+  }
   std::string to_string() const;
 };
 
 std::size_t system_page_size();
-// The page size used when none is given (UMAP_PAGESIZE, page_size=): the system page, so that an isolated
-// fault reads no more than it needs while read-ahead grows along streams (read_ahead.hpp); doubled while the
-// buffer would hold more than 4 Mi pages (16 GiB of 4 KiB pages), which bounds the per-page bookkeeping.
+// The page size of writable regions when none is given (UMAP_PAGESIZE, page_size=): the buffer / 1024 within
+// [system page, 1 MiB]. A writer of small pages takes a write-protect fault for each page it writes after reading
+// it, which large pages spare sequential writers (a sort, STREAM).
 std::size_t page_size_for_buffer(std::uint64_t buffer_bytes);
+// The page size of read-only regions when none is given: the system page, so that an isolated fault reads no more
+// than it needs while reads grow around clustered faults (read_around.hpp) and along streams (read_ahead.hpp);
+// doubled while the buffer would hold more than 4 Mi pages (16 GiB of 4 KiB pages), which bounds the policy's
+// per-page bookkeeping.
+std::size_t read_only_page_size_for_buffer(std::uint64_t buffer_bytes);
 const char* log_level_name(LogLevel level);
 
 const char* huge_pages_name(HugePages huge_pages);

@@ -25,10 +25,12 @@ namespace {
 py::dict stats_to_dict(const Stats& stats) {
   py::dict out;
   out["page_size"] = stats.page_size;
-  out["read_ahead_run_pages"] = stats.read_ahead_run_pages;
+  out["read_only_page_size"] = stats.read_only_page_size;
+  out["read_ahead_run_bytes"] = stats.read_ahead_run_bytes;
   out["read_faults"] = stats.read_faults;
   out["write_faults"] = stats.write_faults;
   out["fills"] = stats.fills;
+  out["read_around_pages"] = stats.read_around_pages;
   out["reads"] = stats.reads;
   out["bytes_read"] = stats.bytes_read;
   out["evictions"] = stats.evictions;
@@ -36,8 +38,8 @@ py::dict stats_to_dict(const Stats& stats) {
   out["bytes_written"] = stats.bytes_written;
   out["write_errors"] = stats.write_errors;
   out["read_errors"] = stats.read_errors;
-  out["resident_pages"] = stats.resident_pages;
-  out["peak_resident_pages"] = stats.peak_resident_pages;
+  out["resident_bytes"] = stats.resident_bytes;
+  out["peak_resident_bytes"] = stats.peak_resident_bytes;
   out["dirty_pages"] = stats.dirty_pages;
   out["policy_refaults"] = stats.policy_refaults;
   out["policy_promotions"] = stats.policy_promotions;
@@ -83,6 +85,7 @@ void bind_config(py::module_& m) {
       .def_static("from_environment", [] { return Config::from_environment(); },
                   "The defaults overridden by every UMAP_* variable that is set (ValueError on a bad one).")
       .def_readwrite("page_size", &Config::page_size)
+      .def_readwrite("read_only_page_size", &Config::read_only_page_size)
       .def_readwrite("fillers", &Config::fillers)
       .def_readwrite("evictors", &Config::evictors)
       .def_readwrite("buffer_pages", &Config::buffer_pages)
@@ -95,6 +98,7 @@ void bind_config(py::module_& m) {
           "The eviction policy: fifo, hotfifo, s3fifo or clock (ValueError naming UMAP_EVICTION otherwise).")
       .def_readwrite("read_ahead", &Config::read_ahead)
       .def_readwrite("read_ahead_run", &Config::read_ahead_run)
+      .def_readwrite("read_around", &Config::read_around)
       .def_readwrite("max_fault_events", &Config::max_fault_events)
       .def_readwrite("direct_io", &Config::direct_io)
       .def_readwrite("keep_writes", &Config::keep_writes)
@@ -198,8 +202,10 @@ PYBIND11_MODULE(_native, m) {
   m.def("read_path", [] { return std::string(read_path()); });
   m.def("system_page_size", &system_page_size);
   m.def("page_size_for_buffer", &page_size_for_buffer, py::arg("buffer_bytes"),
-        "The page size a pager uses when none is given: the system page, doubled while the buffer would hold "
-        "more than 4 Mi pages.");
+        "The page size of writable regions when none is given: the buffer / 1024 within [system page, 1 MiB].");
+  m.def("read_only_page_size_for_buffer", &read_only_page_size_for_buffer, py::arg("buffer_bytes"),
+        "The page size of read-only regions when none is given: the system page, doubled while the buffer would "
+        "hold more than 4 Mi pages.");
   m.def("hardware_threads", &hardware_threads);
   bind_config(m);
   bind_parameter_limits(m);
