@@ -64,9 +64,11 @@ def test_confirmation_measures_the_defaults_and_the_best_in_rounds_and_saves_the
     assert profile["confirmed"] and profile["runs"] == 3 and profile["value"] == pytest.approx(winner.value)
     out = capsys.readouterr().out
     assert "confirmed speedup:" in out and "saved (confirmed)" in out
-    # the defaults' confirmation runs show as the defaults, with the page size their pager chose
+    # the defaults' confirmation runs show as the defaults, with the page sizes their pager chose
     for run in confirm[confirm.confirms == 0].itertuples():
-        shown = f"defaults, pages of {format_size(int(run.pager_page_size))}"
+        writable, read_only = int(run.pager_page_size), int(run.pager_read_only_page_size)
+        shown = (f"defaults, pages of {format_size(writable)}" if read_only == writable else
+                 f"defaults, pages of {format_size(read_only)} read-only and {format_size(writable)} writable")
         assert re.search(rf"^\[ *{run.trial}\] .*  {shown}$", out, re.M), out
     assert "None" not in out
     # read back from the table (the evaluation's figures), the confirmation is the one the tuner printed
