@@ -1,0 +1,47 @@
+#!/bin/bash
+# Issue 45 at the evaluation's sizes: the nine workloads at the pager's defaults, the build before the change (old)
+# against the change (new), beside the kernel's mmap at the disk's 8 MiB read-ahead and at 128 KiB, in the same
+# memory cgroups, interleaved, medians of 3. Each workload starts once the 1-minute load is below 0.5.
+# usage: run45.sh REPO OUT [WORKLOAD...]
+set -uo pipefail
+repo=$1 out=$2; shift 2
+cd "$repo"
+wait_quiet() {
+  while :; do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    awk -v l="$load" 'BEGIN { exit !(l < 0.5) }' && break
+    sleep 20
+  done
+  echo "$(date -u +%FT%TZ) start $1 at load $load" | tee -a "$out/loads.txt"
+}
+bench() {  # name, then bench_workloads arguments
+  local name=$1; shift
+  wait_quiet "$name"
+  PYTHONNOUSERSITE=1 /work/venv/bin/python -m experiments.bench_workloads --page-sizes= --kernel-read-ahead 128 \
+    --repeats 3 --timeout 400 --data-dir /var/tmp/apdata --build old=/var/tmp/bench/old/workloads \
+    --build new=/var/tmp/bench/new/workloads --out "$out/$name" "$@" > "$out/$name.log" 2>&1
+  echo "$(date -u +%FT%TZ) end $name rc=$?" | tee -a "$out/loads.txt"
+}
+mkdir -p "$out"
+large=(--set workload.buffer_size=1GiB)
+for w in "$@"; do
+  case $w in
+    sort) bench sort --workloads sort --set workload.size=4096 "${large[@]}" ;;
+    stream) bench stream --workloads stream --set workload.size=4096 "${large[@]}" ;;
+    bfs) bench bfs --workloads bfs --set workload.size=24 "${large[@]}" \
+           --set "workload.command='{bin}/bfs --scale {size} --data-dir {data_dir} --threads {threads} --searches 3'" ;;
+    bfs_memory) bench bfs_memory --workloads bfs --set workload.size=24 --set workload.buffer_size=8GiB \
+           --set "workload.command='{bin}/bfs --scale {size} --data-dir {data_dir} --threads {threads} --searches 4'" ;;
+    lookup) bench lookup --workloads lookup --set workload.size=4096 "${large[@]}" \
+           --set "workload.command='{bin}/lookup --benchmark binsearch --size-mib {size} --seconds 10 --data-dir {data_dir} --threads {threads}'" ;;
+    numpy_gather) bench numpy_gather --workloads numpy_gather --set workload.size=4096 "${large[@]}" \
+           --set "workload.command='{python} {bin}/numpy_gather.py --size-mib {size} --seconds 10 --batch 256 --data-dir {data_dir} --threads {threads}'" ;;
+    lmdb_readseq) bench lmdb_readseq --workloads lmdb_readseq --set workload.size=3072 "${large[@]}" \
+           --set "workload.command='{bin}/lmdb --benchmark readseq --size-mib {size} --passes 7 --data-dir {data_dir} --threads {threads}'" ;;
+    lmdb_readrandom) bench lmdb_readrandom --workloads lmdb_readrandom --set workload.size=3072 "${large[@]}" \
+           --set "workload.command='{bin}/lmdb --benchmark readrandom --size-mib {size} --seconds 10 --data-dir {data_dir} --threads {threads}'" ;;
+    lmdb_readreverse) bench lmdb_readreverse --workloads lmdb_readreverse --set workload.size=3072 "${large[@]}" \
+           --set "workload.command='{bin}/lmdb --benchmark readreverse --size-mib {size} --passes 7 --data-dir {data_dir} --threads {threads}'" ;;
+    *) echo "unknown workload $w" >&2 ;;
+  esac
+done
