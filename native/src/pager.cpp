@@ -51,7 +51,7 @@ class PagerImpl {
         buffer_(memory_.resident_units, config_.evict_high_water, config_.evict_low_water,
                 make_eviction_policy(config_.eviction, memory_.resident_units,
                                      memory_.resident_units * config_.evict_retain / 100)),
-        paging_(config_, uffd_, buffer_, stats_, memory_.units_of(config_.page_size)),
+        paging_(config_, uffd_, buffer_, stats_, memory_),
         fillers_(config_, memory_, uffd_, paging_, regions_, stats_),
         evictors_(config_.evictors, memory_, config_.page_size, buffer_, paging_),
         monitor_(config_.monitor_interval,

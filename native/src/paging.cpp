@@ -166,7 +166,7 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
   Region& region = *region_ptr;
   std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page));
   if (region.state(page) != PageState::kVictim) return false;
-  const std::optional<std::uint64_t> slot = victims_.take(region, page);
+  const std::optional<VictimSlot> slot = victims_.take(region, page);
   if (!slot) {  // a dropper has it and waits for this stripe to make it absent
     lock.unlock();
     while (region.state(page) == PageState::kVictim) std::this_thread::yield();
@@ -213,7 +213,7 @@ std::uint64_t Paging::drop_victims(std::uint64_t most) {
 }
 
 bool Paging::drop_victim_locked(Region& region, std::uint64_t page) {
-  const std::optional<std::uint64_t> slot = victims_.take(region, page);
+  const std::optional<VictimSlot> slot = victims_.take(region, page);
   if (!slot) return false;
   victims_.drop(*slot);
   buffer_.release(region.units);
@@ -494,6 +494,23 @@ int Paging::write_back(Region& region, std::uint64_t page) {
   return write_back_locked(region, page, KeepResident::kYes);
 }
 
+std::uint64_t Paging::take_victim_slots(const std::vector<PageRef>& batch,
+                                        std::vector<std::optional<VictimSlot>>& slots) {
+  std::uint64_t dropped = 0, units = 0;
+  for (std::size_t i = batch.size(); i-- > 0;) {
+    const Region& region = *batch[i].region;
+    const std::optional<unsigned> arena = victim_arena(region);
+    if (!arena) continue;
+    if ((units += region.units) > victims_.capacity()) break;
+    slots[i] = victims_.take_slot(*arena);
+    if (slots[i]) continue;
+    const std::uint64_t freed = drop_victims(region.units);
+    dropped += freed;
+    if (freed > 0) slots[i] = victims_.take_slot(*arena);
+  }
+  return dropped;
+}
+
 std::uint64_t Paging::evict(std::uint64_t most) {
   // First write the victims back while they stay resident, so that a page is in transit (and a
   // fault on it waits) only while the batch's memory is dropped, not while others are written.
@@ -518,20 +535,9 @@ std::uint64_t Paging::evict(std::uint64_t most) {
     victims.push_back(std::move(*victim));
   }
   if (int err = write_back_victims(victims); err != 0) report_eviction_failure(err);
-  // The batch's last pages (the policy's latest victims) go to the victim buffer, whose oldest make room.
-  const std::size_t first_kept = victims.size() > victims_.capacity() ? victims.size() - victims_.capacity() : 0;
-  std::uint64_t victims_dropped = 0;  // units
-  std::vector<std::uint64_t> slots;  // taken for the batch, used from the back
-  if (victims_.enabled() && !victims.empty()) {
-    const std::uint64_t wanted = victims.size() - first_kept;
-    slots = victims_.take_slots(wanted);
-    if (slots.size() < wanted) {
-      victims_dropped = drop_victims((wanted - slots.size()) * victim_units_);
-      const std::vector<std::uint64_t> freed = victims_.take_slots(wanted - slots.size());
-      slots.insert(slots.end(), freed.begin(), freed.end());
-    }
-  }
-  std::vector<std::optional<std::uint64_t>> kept_in(victims.size());  // the victim buffer's slot of each kept
+  std::vector<std::optional<VictimSlot>> slots(victims.size());  // in the victim buffer, for the batch's last pages
+  std::uint64_t victims_dropped = victims_.enabled() ? take_victim_slots(victims, slots) : 0;  // units
+  std::vector<std::optional<VictimSlot>> kept_in(victims.size());  // the victim buffer's slot of each kept
   std::size_t copied = 0;  // bytes of pages kept by a copy, not yet dropped from their regions
   Dropped dropped;
   for (const PageRef& p : poisoned) dropped.add_poisoned(*p.region, p.page);
@@ -564,11 +570,10 @@ std::uint64_t Paging::evict(std::uint64_t most) {
       }
       region.set_state(victim.page, PageState::kEvicting);
       std::optional<bool> moved;  // kept in the victim buffer: by a move, or by a copy
-      // The slots go to the batch's last pages, the latest evicted.
-      if (!slots.empty() && slots.size() >= victims.size() - i && may_keep_victim(region)) {
-        moved = victims_.keep(region, victim.page, slots.back());
-        if (moved) kept_in[evicting] = slots.back();
-        slots.pop_back();
+      if (slots[i]) {
+        moved = victims_.keep(region, victim.page, *slots[i]);
+        if (moved) kept_in[evicting] = slots[i];
+        slots[i].reset();
       }
       // Pages filled together leave together: one range for each run of them.
       if (!moved || !*moved) dropped.add(region, victim.page);
@@ -582,7 +587,8 @@ std::uint64_t Paging::evict(std::uint64_t most) {
     ++evicting;
   }
   victims.resize(evicting);
-  victims_.give_back_slots(slots);
+  for (const std::optional<VictimSlot>& unused : slots)
+    if (unused) victims_.give_back_slot(*unused);
   dropped.drop(zapper_);
   // Their memory is gone: the slots go back before any page is seen absent. A victim keeps its slot until
   // it is dropped.

@@ -14,6 +14,7 @@
 
 #include "autopager/config.hpp"
 #include "buffer.hpp"
+#include "page_memory.hpp"
 #include "region.hpp"
 #include "staging.hpp"
 #include "stats_counters.hpp"
@@ -37,16 +38,14 @@ struct FillRequest {
 
 class Paging {
  public:
-  // `page_units`: a page of config.page_size's units of the buffer (PageMemory::units_of).
-  Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats, std::uint64_t page_units)
+  // `memory`: how the buffer is counted (units of its smallest page), as `buffer` counts it.
+  Paging(const Config& config, Userfaultfd& uffd, Buffer& buffer, StatsCounters& stats, const PageMemory& memory)
       : config_(config),
         uffd_(uffd),
         buffer_(buffer),
         stats_(stats),
         staging_(uffd, config.page_size),
-        // The policy counts pages of the buffer's unit; its victims are pages of config.page_size.
-        victims_(uffd, config.page_size, buffer.policy().victim_pages() / page_units),
-        victim_units_(page_units) {}
+        victims_(uffd, config, memory, buffer.policy().victim_units()) {}
 
   // Takes a page's units of the buffer for a demand fill, waiting (Paging::reserve_slot, or a filler's own
   // wait that completes its reads meanwhile); false when none can be had.
@@ -140,12 +139,17 @@ class Paging {
   void abandon_install_locked(Region& region, std::uint64_t page, int err);
   void fail_fault_locked(Region& region, std::uint64_t page, const FillRequest& request, int err, const char* why,
                          HoldsSlot holds_slot);
-  // Whether a page evicted from this region can wait in the victim buffer: one of the pager's page size whose
-  // writes the pager sees (or that takes none), so that a victim is clean and a fault installs it
-  // write-protected as a fill does.
-  bool may_keep_victim(const Region& region) const {
-    return victims_.enabled() && region.page_size == config_.page_size && (region.track_writes || !region.writable);
+  // The victim buffer's arena a page evicted from this region can wait in: one of a page size it keeps (its
+  // kind's: writable or read-only) whose writes the pager sees (or that takes none), so that a victim is clean and
+  // a fault installs it write-protected as a fill does.
+  std::optional<unsigned> victim_arena(const Region& region) const {
+    if (!victims_.enabled() || (region.writable && !region.track_writes)) return std::nullopt;
+    return victims_.arena_for(region);
   }
+  // Slots of the victim buffer for the last pages of an eviction's batch (the policy's latest victims) it may
+  // keep, as many as the buffer holds, dropping its oldest victims for room (no stripe held): `slots[i]` is
+  // batch[i]'s. Returns the units the victims dropped gave back.
+  std::uint64_t take_victim_slots(const std::vector<PageRef>& batch, std::vector<std::optional<VictimSlot>>& slots);
   // A fault (or read-ahead) on a page in the victim buffer: installs it from there, as `request` asks; false
   // when it is no longer a victim (dropped meanwhile: the caller fills it as an absent page).
   bool install_victim(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
@@ -163,7 +167,6 @@ class Paging {
   Zapper zapper_;
   StagingArea staging_;
   VictimBuffer victims_;
-  const std::uint64_t victim_units_;  // a victim's units of the buffer: its pages are of config.page_size
   std::atomic<bool> write_backs_failing_{false};
   std::atomic<bool> reported_eviction_failure_{false};
 };

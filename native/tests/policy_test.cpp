@@ -11,9 +11,11 @@
 namespace autopager {
 namespace {
 
-RegionPtr fake_region(std::uint64_t id, std::uint64_t pages) {
-  // Never mapped: the policies read only a region's id and compare its address.
-  return std::make_shared<Region>(id, nullptr, pages * 4096, 4096, 1, nullptr, false, true, ReadAheadStreams(0, 1, 1));
+// Pages of `units` units of the buffer (of 4 KiB each).
+RegionPtr fake_region(std::uint64_t id, std::uint64_t pages, std::uint64_t units = 1) {
+  // Never mapped: the policies read only a region's id and units and compare its address.
+  return std::make_shared<Region>(id, nullptr, pages * units * 4096, units * 4096, units, nullptr, false, true,
+                                  ReadAheadStreams(0, 1, 1));
 }
 
 class Trace {
@@ -145,65 +147,124 @@ TEST(HotFifoPolicy, TheHotFifoOverItsShareEvictsItsOldest) {
 // The hot-page FIFO's evictions wait in a victim buffer of the quarter of the buffer its hot FIFO leaves; the
 // other policies drop what they evict at once.
 TEST(HotFifoPolicy, KeepsAQuarterOfTheBufferAsVictims) {
-  EXPECT_EQ(make_hot_fifo_policy(1000)->victim_pages(), 250u);
-  EXPECT_EQ(make_eviction_policy(Eviction::kHotFifo, 1000, 200)->victim_pages(), 200u) << "of the pages not retained";
+  EXPECT_EQ(make_hot_fifo_policy(1000)->victim_units(), 250u);
+  EXPECT_EQ(make_eviction_policy(Eviction::kHotFifo, 1000, 200)->victim_units(), 200u) << "of the pages not retained";
   for (Eviction eviction : {Eviction::kFifo, Eviction::kS3Fifo, Eviction::kClock})
-    EXPECT_EQ(make_eviction_policy(eviction, 1000, 0)->victim_pages(), 0u) << eviction_name(eviction);
+    EXPECT_EQ(make_eviction_policy(eviction, 1000, 0)->victim_units(), 0u) << eviction_name(eviction);
+}
+
+// The queues' shares of the buffer count units: a page of a larger page size takes several.
+TEST(EvictionPolicies, SharesOfTheBufferCountUnits) {
+  RegionPtr small = fake_region(1, 100), large = fake_region(2, 100, 10);
+  // S3-FIFO over 100 units: a small FIFO of 10 units, which two large pages fill: they go before the main FIFO's.
+  auto s3fifo = make_s3fifo_policy(100);
+  for (std::uint64_t p = 0; p < 10; ++p) s3fifo->on_fill(PageRef{small, p});
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s3fifo->next_victim());
+  for (std::uint64_t p = 0; p < 5; ++p) s3fifo->on_fill(PageRef{small, p});  // refaults: into the main FIFO
+  s3fifo->on_fill(PageRef{large, 0});
+  s3fifo->on_fill(PageRef{large, 1});
+  for (std::uint64_t p = 0; p < 2; ++p) {
+    std::optional<PageRef> victim = s3fifo->next_victim();
+    ASSERT_TRUE(victim);
+    EXPECT_EQ(victim->region, large);
+    EXPECT_EQ(victim->page, p);
+  }
+  // The hot-page FIFO over 40 units: a hot share of 30, three large pages; a fourth there is one too many.
+  auto hotfifo = make_hot_fifo_policy(40);
+  for (std::uint64_t p = 0; p < 4; ++p) {
+    hotfifo->on_fill(PageRef{large, p});
+    hotfifo->on_write(*large, p);
+  }
+  std::optional<PageRef> first = hotfifo->next_victim();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->page, 0u);
+  EXPECT_EQ(hotfifo->stats().demotions, 1u);
+  EXPECT_EQ(hotfifo->victim_units(), 10u);
 }
 
 // The victim buffer's bookkeeping: a trace of evictions (parked), faults on victims (taken) and room made
-// (the oldest dropped) in; the victims out.
+// (the oldest dropped) in; the victims out. Region r's pages, of slot_units[r] units each, park in arena r.
 class VictimTrace {
  public:
-  explicit VictimTrace(std::uint64_t slots) : queue_(slots), region_(fake_region(1, 4096)) {}
-  // Parks the pages in order, each dropping the oldest victim while no slot is free; returns those dropped.
-  std::vector<std::uint64_t> park(std::uint64_t first, std::uint64_t last) {
+  VictimTrace(const std::vector<std::uint64_t>& slot_units, std::uint64_t capacity) : queue_(slot_units, capacity) {
+    for (unsigned arena = 0; arena < slot_units.size(); ++arena)
+      regions_.push_back(fake_region(arena + 1, 4096, slot_units[arena]));
+  }
+  explicit VictimTrace(std::uint64_t slots) : VictimTrace({1}, slots) {}
+  // Parks the pages in order, each dropping the oldest victims while no slot is free; returns those dropped.
+  std::vector<std::uint64_t> park(std::uint64_t first, std::uint64_t last, unsigned arena = 0) {
     std::vector<std::uint64_t> dropped;
     for (std::uint64_t p = first; p <= last; ++p) {
-      std::optional<std::uint64_t> slot = queue_.take_slot();
-      if (!slot) {
+      std::optional<VictimSlot> slot = queue_.take_slot(arena);
+      while (!slot) {
         std::optional<Victim> oldest = queue_.pop_oldest();
         dropped.push_back(oldest->page.page);
-        queue_.give_back_slot(oldest->slot);
-        slot = queue_.take_slot();
+        give_back(oldest->slot);
+        slot = queue_.take_slot(arena);
       }
-      queue_.park(PageRef{region_, p}, *slot);
+      EXPECT_EQ(slot->arena, arena);
+      EXPECT_TRUE(in_use_.insert({slot->arena, slot->index}).second) << "slot " << slot->index << " given twice";
+      EXPECT_LT(slot->index, queue_.slots_of(arena));
+      queue_.park(PageRef{regions_[arena], p}, *slot);
     }
     return dropped;
   }
   // A fault on the page: whether it was a victim (its slot then free again).
-  bool fault(std::uint64_t page) {
-    std::optional<std::uint64_t> slot = queue_.take(key_of(*region_, page));
-    if (slot) queue_.give_back_slot(*slot);
+  bool fault(std::uint64_t page, unsigned arena = 0) {
+    std::optional<VictimSlot> slot = queue_.take(key_of(*regions_[arena], page));
+    if (slot) give_back(*slot);
     return slot.has_value();
   }
   std::vector<std::uint64_t> drain() {
     std::vector<std::uint64_t> out;
     while (std::optional<Victim> victim = queue_.pop_oldest()) {
       out.push_back(victim->page.page);
-      queue_.give_back_slot(victim->slot);
+      give_back(victim->slot);
     }
     return out;
   }
   VictimQueue& queue() { return queue_; }
 
  private:
+  void give_back(VictimSlot slot) {
+    EXPECT_EQ(in_use_.erase({slot.arena, slot.index}), 1u);
+    queue_.give_back_slot(slot);
+  }
+
   VictimQueue queue_;
-  RegionPtr region_;
+  std::vector<RegionPtr> regions_;
+  std::set<std::pair<unsigned, std::uint64_t>> in_use_;  // the slots of the victims parked
 };
 
 TEST(VictimQueue, HoldsTheLastEvictionsAndDropsTheOldestForRoom) {
   VictimTrace t(3);
   EXPECT_TRUE(t.park(0, 2).empty());
-  EXPECT_EQ(t.queue().free_slots(), 0u);
+  EXPECT_EQ(t.queue().held_units(), 3u);
   EXPECT_EQ(t.park(3, 4), (std::vector<std::uint64_t>{0, 1}));
   EXPECT_FALSE(t.fault(0)) << "dropped: read again";
   EXPECT_TRUE(t.fault(3)) << "a victim: installed from memory";
   EXPECT_FALSE(t.fault(3)) << "no longer a victim once taken back";
-  EXPECT_EQ(t.queue().free_slots(), 1u);
+  EXPECT_EQ(t.queue().held_units(), 2u);
   EXPECT_TRUE(t.park(5, 5).empty()) << "the slot page 3 left";
   EXPECT_EQ(t.drain(), (std::vector<std::uint64_t>{2, 4, 5}));
-  EXPECT_EQ(t.queue().free_slots(), 3u);
+  EXPECT_EQ(t.queue().held_units(), 0u);
+}
+
+// Pages of two sizes (arenas of 1-unit and 4-unit slots) share the capacity in units: a large victim takes the
+// room of four small ones, and the oldest go for it whatever their size.
+TEST(VictimQueue, PagesOfSeveralSizesShareTheCapacityInUnits) {
+  VictimTrace t({1, 4}, 8);
+  EXPECT_EQ(t.queue().slots_of(0), 8u);
+  EXPECT_EQ(t.queue().slots_of(1), 2u);
+  EXPECT_TRUE(t.park(0, 3).empty());
+  EXPECT_TRUE(t.park(100, 100, 1).empty());
+  EXPECT_EQ(t.queue().held_units(), 8u);
+  EXPECT_EQ(t.park(101, 101, 1), (std::vector<std::uint64_t>{0, 1, 2, 3})) << "four small pages make room for one";
+  EXPECT_EQ(t.park(4, 4), (std::vector<std::uint64_t>{100})) << "a large page makes room for a small one";
+  EXPECT_TRUE(t.fault(101, 1));
+  EXPECT_FALSE(t.fault(101, 0)) << "another region's page 101";
+  EXPECT_EQ(t.queue().held_units(), 1u);
+  EXPECT_EQ(t.drain(), (std::vector<std::uint64_t>{4}));
 }
 
 // Every slot goes to one victim at a time, through any mix of parks, faults and drops.
@@ -219,7 +280,7 @@ TEST(VictimQueue, NeverGivesOneSlotToTwoVictims) {
       victims.insert(page);
     }
     EXPECT_EQ(t.queue().size(), victims.size());
-    EXPECT_EQ(t.queue().size() + t.queue().free_slots(), 16u);
+    EXPECT_EQ(t.queue().held_units(), victims.size());
   }
 }
 

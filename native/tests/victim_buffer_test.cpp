@@ -1,5 +1,6 @@
 // The victim buffer under the hot-page FIFO (hotfifo): the pages it evicts last keep their contents in memory,
-// and a fault on one installs it from there without a read, dirty victims written back first.
+// and a fault on one installs it from there without a read, dirty victims written back first; pages of both
+// sizes a pager has (read-only regions' and writable ones') alike.
 #include <sys/mman.h>
 
 #include <memory>
@@ -98,6 +99,70 @@ INSTANTIATE_TEST_SUITE_P(Kinds, VictimBuffer,
                                            VictimCase{"DirtyMoved", true, false},
                                            VictimCase{"DirtyCopied", true, true}),
                          [](const ::testing::TestParamInfo<VictimCase>& info) { return info.param.name; });
+
+// The latest page evicted of a region the pager evicts from in fill order: the one before its first mapped page.
+std::uint64_t last_evicted(const void* base, std::uint64_t pages, std::size_t page_size) {
+  std::vector<unsigned char> mapped(pages * page_size / system_page_size());
+  EXPECT_EQ(mincore(const_cast<void*>(base), pages * page_size, mapped.data()), 0);
+  std::uint64_t first_mapped = 0;
+  while (first_mapped < pages && !(mapped[first_mapped * page_size / system_page_size()] & 1)) ++first_mapped;
+  EXPECT_GT(first_mapped, 0u);
+  EXPECT_LT(first_mapped, pages);
+  return first_mapped - 1;
+}
+
+// The defaults' two page sizes: a read-only region of system pages beside a writable one of 16 times that, read
+// and written in turn so that each loses its first pages; the last evicted of each is a victim, each holding its
+// own page's share of the buffer, and comes back without a read.
+TEST(VictimBufferOfTwoPageSizes, ServesAReadOnlySmallPageAndAWritableLargeOne) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t small = system_page_size(), large = 16 * small;
+  const std::uint64_t small_pages = 2048, large_pages = 64;  // each region twice the buffer
+  ScratchFile read_only(small_pages * small, 3), writable(large_pages * large, 5);
+  Config config = small_config(large, 64);
+  config.read_only_page_size = small;
+  config.eviction = Eviction::kHotFifo;
+  config.read_ahead = 0;
+  config.read_around = 0;
+  config.evictors = 1;
+  config.evict_high_water = 95;  // as above: batches of a tenth of the buffer, within the victims' quarter
+  config.evict_low_water = 85;
+  Pager pager(config);
+  const auto* reads = static_cast<const std::uint8_t*>(
+      pager.map(make_file_store(read_only.path(), FileStoreOptions{}), small_pages * small, PROT_READ));
+  FileStoreOptions options;
+  options.writable = true;
+  auto* writes = static_cast<std::uint8_t*>(
+      pager.map(make_file_store(writable.path(), options), large_pages * large, PROT_READ | PROT_WRITE));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t l = 0; l < large_pages; ++l) {
+    writes[l * large] = written_byte(l);
+    for (std::uint64_t s = l * 32; s < (l + 1) * 32; ++s) wrong += reads[s * small + 1] != pattern_byte(s * small + 1, 3);
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(pager.stats().victim_hits, 0u);
+  EXPECT_LE(pager.stats().peak_resident_bytes, config.buffer_bytes()) << "victims hold their pages' share";
+
+  const std::uint64_t small_victim = last_evicted(reads, small_pages, small);
+  const std::uint64_t large_victim = last_evicted(writes, large_pages, large);
+  const Stats before = pager.stats();
+  for (std::uint64_t i = 0; i < small; ++i)
+    wrong += reads[small_victim * small + i] != pattern_byte(small_victim * small + i, 3);
+  wrong += writes[large_victim * large] != written_byte(large_victim);
+  for (std::uint64_t i = 1; i < large; ++i)
+    wrong += writes[large_victim * large + i] != pattern_byte(large_victim * large + i, 5);
+  EXPECT_EQ(wrong, 0u);
+  const Stats after = pager.stats();
+  EXPECT_EQ(after.bytes_read, before.bytes_read) << "both came back without a read";
+  EXPECT_EQ(after.victim_hits, before.victim_hits + 2) << "read-only page " << small_victim << ", writable page "
+                                                       << large_victim;
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(reads)));
+  EXPECT_TRUE(pager.unmap(writes));
+  EXPECT_EQ(pager.stats().resident_bytes, 0u) << "unmap dropped the victims with the pages";
+  const std::vector<std::uint8_t> contents = writable.contents();
+  for (std::uint64_t l = 0; l < large_pages; ++l) wrong += contents[l * large] != written_byte(l);
+  EXPECT_EQ(wrong, 0u) << "every write reached the file";
+}
 
 }  // namespace
 }  // namespace autopager

@@ -12,7 +12,7 @@ namespace {
 
 class ClockPolicy final : public SignalledPolicy {
  public:
-  explicit ClockPolicy(std::uint64_t capacity_pages) : SignalledPolicy(capacity_pages, capacity_pages) {}
+  explicit ClockPolicy(std::uint64_t capacity_units) : SignalledPolicy(capacity_units, capacity_units) {}
 
  private:
   void admit_locked(PageRef page, bool refaulted) override { ring_.push_back(Entry{std::move(page), refaulted}); }
@@ -46,8 +46,8 @@ class ClockPolicy final : public SignalledPolicy {
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_clock_policy(std::uint64_t capacity_pages) {
-  return std::make_unique<ClockPolicy>(capacity_pages);
+std::unique_ptr<EvictionPolicy> make_clock_policy(std::uint64_t capacity_units) {
+  return std::make_unique<ClockPolicy>(capacity_units);
 }
 
 }  // namespace autopager

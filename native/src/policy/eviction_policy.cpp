@@ -2,9 +2,9 @@
 
 namespace autopager {
 
-std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uint64_t capacity_pages,
-                                                     std::uint64_t retained_pages) {
-  const std::uint64_t rest = capacity_pages > retained_pages ? capacity_pages - retained_pages : 1;
+std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uint64_t capacity_units,
+                                                     std::uint64_t retained_units) {
+  const std::uint64_t rest = capacity_units > retained_units ? capacity_units - retained_units : 1;
   std::unique_ptr<EvictionPolicy> policy;
   switch (eviction) {
     case Eviction::kFifo: policy = make_fifo_policy(); break;
@@ -12,7 +12,7 @@ std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uin
     case Eviction::kS3Fifo: policy = make_s3fifo_policy(rest); break;
     case Eviction::kClock: policy = make_clock_policy(rest); break;
   }
-  return make_retaining_policy(std::move(policy), retained_pages);
+  return make_retaining_policy(std::move(policy), retained_units);
 }
 
 }  // namespace autopager

@@ -59,34 +59,36 @@ class EvictionPolicy {
   virtual std::optional<PageRef> next_victim() = 0;
   virtual void forget_region(const Region& region) = 0;
   virtual PolicyStats stats() const { return {}; }
-  // How many of the pages it evicts last the pager keeps in memory as victims, for a fault on one to take back
-  // without a read (victim_buffer.hpp); 0: none, an evicted page is dropped at once.
-  virtual std::uint64_t victim_pages() const { return 0; }
+  // How much of the buffer (units, as its capacity is counted) the pages it evicts last take when the pager keeps
+  // them in memory as victims, for a fault on one to take back without a read (victim_buffer.hpp); 0: none, an
+  // evicted page is dropped at once.
+  virtual std::uint64_t victim_units() const { return 0; }
 };
 
 // First in, first out, in the order pages were filled.
 std::unique_ptr<EvictionPolicy> make_fifo_policy();
 // DI-MMAP's buffer (policy/hot_fifo.cpp): a page leaving the fill-order FIFO that faulted again after a recent
-// eviction, or was written, goes to a hot-page FIFO of up to 3/4 of `capacity_pages` instead of out.
-std::unique_ptr<EvictionPolicy> make_hot_fifo_policy(std::uint64_t capacity_pages);
-// S3-FIFO (policy/s3fifo.cpp): new pages enter a small FIFO of 1/10 of `capacity_pages`; those written
+// eviction, or was written, goes to a hot-page FIFO of up to 3/4 of `capacity_units` instead of out.
+std::unique_ptr<EvictionPolicy> make_hot_fifo_policy(std::uint64_t capacity_units);
+// S3-FIFO (policy/s3fifo.cpp): new pages enter a small FIFO of 1/10 of `capacity_units`; those written
 // meanwhile move on to the main FIFO, the others leave and are remembered in a ghost queue; a refault of a
 // remembered page enters the main FIFO, where pages written since they entered get another round.
-std::unique_ptr<EvictionPolicy> make_s3fifo_policy(std::uint64_t capacity_pages);
+std::unique_ptr<EvictionPolicy> make_s3fifo_policy(std::uint64_t capacity_units);
 // CLOCK (policy/clock.cpp): one ring of pages; the hand passes over a referenced page, clearing its bit, and
 // evicts the first unreferenced one. A page is referenced by a first write, or by being a refault.
-std::unique_ptr<EvictionPolicy> make_clock_policy(std::uint64_t capacity_pages);
+std::unique_ptr<EvictionPolicy> make_clock_policy(std::uint64_t capacity_units);
 
-// `policy` for all pages but the first `retained_pages` filled, which are evicted only when `policy` offers
-// none (then oldest first, and the next pages filled take their places). A loop over more data than the
-// buffer, such as a BFS level's sweep over its graph, loses every page under FIFO before it comes round
+// `policy` for all pages but the first filled, up to `retained_units` of the buffer, which are evicted only when
+// `policy` offers none (then oldest first, and the next pages filled take their places). A loop over more data
+// than the buffer, such as a BFS level's sweep over its graph, loses every page under FIFO before it comes round
 // again; a retained part hits on every round (policy/retain.cpp).
 std::unique_ptr<EvictionPolicy> make_retaining_policy(std::unique_ptr<EvictionPolicy> policy,
-                                                      std::uint64_t retained_pages);
+                                                      std::uint64_t retained_units);
 
-// The policy `eviction` names over a buffer of `capacity_pages`, the first `retained_pages` filled retained.
-std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uint64_t capacity_pages,
-                                                     std::uint64_t retained_pages);
+// The policy `eviction` names over a buffer of `capacity_units` (units, as Buffer counts: pages of several sizes
+// take several), the first pages filled retained up to `retained_units`.
+std::unique_ptr<EvictionPolicy> make_eviction_policy(Eviction eviction, std::uint64_t capacity_units,
+                                                     std::uint64_t retained_units);
 
 // A page as policies remember it after it has gone: region ids are never reused within a pager.
 struct PageKey {

@@ -2,7 +2,7 @@
 // applications"): pages enter a primary FIFO in fill order; a page leaving it that faulted again lately goes to
 // a hot-page FIFO instead of out, and a page pushed out of the hot FIFO (over its share) is evicted. DI-MMAP
 // counts a page's faults while it sits in its eviction queue, the window in which a fault takes the page back
-// without a read. Here the pager keeps the policy's last victims' contents in its victim buffer (victim_pages:
+// without a read. Here the pager keeps the policy's last victims' contents in its victim buffer (victim_units:
 // the buffer's share the hot FIFO leaves, docs/DESIGN.md, "The victim buffer"), so that a fault on one is
 // served from memory; the refault signal is a ghost queue of the last buffer's worth of pages evicted, which
 // covers the victims and remembers longer. A first write (the write-protect fault) counts as a fault too.
@@ -17,12 +17,12 @@ constexpr std::uint64_t kHotSharePercent = 75;
 
 class HotFifoPolicy final : public SignalledPolicy {
  public:
-  explicit HotFifoPolicy(std::uint64_t capacity_pages)
-      : SignalledPolicy(capacity_pages, capacity_pages),
-        hot_budget_(capacity_pages * kHotSharePercent / 100),
-        victim_pages_(capacity_pages - hot_budget_) {}
+  explicit HotFifoPolicy(std::uint64_t capacity_units)
+      : SignalledPolicy(capacity_units, capacity_units),
+        hot_budget_(capacity_units * kHotSharePercent / 100),
+        victim_units_(capacity_units - hot_budget_) {}
 
-  std::uint64_t victim_pages() const override { return victim_pages_; }
+  std::uint64_t victim_units() const override { return victim_units_; }
 
  private:
   struct Entry {
@@ -35,10 +35,10 @@ class HotFifoPolicy final : public SignalledPolicy {
   std::optional<PageRef> next_victim_locked() override {
     // Ends: each turn evicts a page or moves one from fifo_ to hot_, which is evicted from once over its share.
     for (;;) {
-      if (hot_.size() > hot_budget_ || fifo_.empty()) {
+      if (hot_.units() > hot_budget_ || fifo_.empty()) {
         if (hot_.empty()) return std::nullopt;
-        if (hot_.size() > hot_budget_) PolicyCounters::add(counters_.demotions);
-        return leave(hot_);
+        if (hot_.units() > hot_budget_) PolicyCounters::add(counters_.demotions);
+        return leave(hot_.pop_front());
       }
       Entry entry = std::move(fifo_.front());
       fifo_.pop_front();
@@ -48,34 +48,30 @@ class HotFifoPolicy final : public SignalledPolicy {
         PolicyCounters::add(counters_.promotions);
         continue;
       }
-      fifo_.push_front(std::move(entry));
-      return leave(fifo_);
+      return leave(std::move(entry.page));
     }
   }
 
   void forget_region_locked(const Region& region) override {
     erase_region(fifo_, region);
-    erase_region(hot_, region);
+    hot_.erase_region(region);
   }
 
-  template <typename Queue>
-  PageRef leave(Queue& queue) {
-    PageRef victim = page_of(queue.front());
-    queue.pop_front();
+  PageRef leave(PageRef victim) {
     use_.evicted(key_of(victim));
     return victim;
   }
 
-  const std::uint64_t hot_budget_;
-  const std::uint64_t victim_pages_;
-  std::deque<Entry> fifo_;  // the primary FIFO, in fill order
-  PageQueue hot_;           // pages that faulted again, in the order they left fifo_
+  const std::uint64_t hot_budget_;  // units, as the buffer counts
+  const std::uint64_t victim_units_;
+  std::deque<Entry> fifo_;     // the primary FIFO, in fill order
+  UnitQueue<PageRef> hot_;     // pages that faulted again, in the order they left fifo_
 };
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_hot_fifo_policy(std::uint64_t capacity_pages) {
-  return std::make_unique<HotFifoPolicy>(capacity_pages);
+std::unique_ptr<EvictionPolicy> make_hot_fifo_policy(std::uint64_t capacity_units) {
+  return std::make_unique<HotFifoPolicy>(capacity_units);
 }
 
 }  // namespace autopager

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 
 #include "region.hpp"
@@ -23,5 +24,33 @@ void erase_region(Queue& queue, const Region& region) {
                              [&](const auto& entry) { return page_of(entry).region.get() == &region; }),
               queue.end());
 }
+
+// A queue that also counts what its pages take of the buffer (Region::units), for a policy whose queues have
+// shares of the buffer: pages of several sizes (read-only regions' smaller) take several units each.
+template <typename Entry>
+class UnitQueue {
+ public:
+  bool empty() const { return entries_.empty(); }
+  std::uint64_t units() const { return units_; }
+  void push_back(Entry entry) {
+    units_ += page_of(entry).region->units;
+    entries_.push_back(std::move(entry));
+  }
+  Entry pop_front() {
+    Entry entry = std::move(entries_.front());
+    entries_.pop_front();
+    units_ -= page_of(entry).region->units;
+    return entry;
+  }
+  void erase_region(const Region& region) {
+    for (const Entry& entry : entries_)
+      if (page_of(entry).region.get() == &region) units_ -= region.units;
+    autopager::erase_region(entries_, region);
+  }
+
+ private:
+  std::deque<Entry> entries_;
+  std::uint64_t units_ = 0;
+};
 
 }  // namespace autopager

@@ -8,13 +8,13 @@ namespace {
 
 class RetainingPolicy final : public EvictionPolicy {
  public:
-  RetainingPolicy(std::unique_ptr<EvictionPolicy> policy, std::uint64_t retained_pages)
-      : policy_(std::move(policy)), retained_budget_(retained_pages) {}
+  RetainingPolicy(std::unique_ptr<EvictionPolicy> policy, std::uint64_t retained_units)
+      : policy_(std::move(policy)), retained_budget_(retained_units) {}
 
   void on_fill(PageRef page) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (retained_.size() < retained_budget_) {
+      if (retained_.units() < retained_budget_) {
         retained_.push_back(std::move(page));
         return;
       }
@@ -30,32 +30,30 @@ class RetainingPolicy final : public EvictionPolicy {
     if (std::optional<PageRef> victim = policy_->next_victim()) return victim;
     std::lock_guard<std::mutex> lock(mutex_);
     if (retained_.empty()) return std::nullopt;
-    PageRef victim = std::move(retained_.front());
-    retained_.pop_front();
-    return victim;
+    return retained_.pop_front();
   }
 
   void forget_region(const Region& region) override {
     policy_->forget_region(region);
     std::lock_guard<std::mutex> lock(mutex_);
-    erase_region(retained_, region);
+    retained_.erase_region(region);
   }
   PolicyStats stats() const override { return policy_->stats(); }
-  std::uint64_t victim_pages() const override { return policy_->victim_pages(); }
+  std::uint64_t victim_units() const override { return policy_->victim_units(); }
 
  private:
   const std::unique_ptr<EvictionPolicy> policy_;
   const std::uint64_t retained_budget_;
   std::mutex mutex_;    // over retained_ only, never held while policy_ is called
-  PageQueue retained_;  // the first pages filled, up to retained_budget_
+  UnitQueue<PageRef> retained_;  // the first pages filled, up to retained_budget_ units
 };
 
 }  // namespace
 
 std::unique_ptr<EvictionPolicy> make_retaining_policy(std::unique_ptr<EvictionPolicy> policy,
-                                                      std::uint64_t retained_pages) {
-  if (retained_pages == 0) return policy;
-  return std::make_unique<RetainingPolicy>(std::move(policy), retained_pages);
+                                                      std::uint64_t retained_units) {
+  if (retained_units == 0) return policy;
+  return std::make_unique<RetainingPolicy>(std::move(policy), retained_units);
 }
 
 }  // namespace autopager

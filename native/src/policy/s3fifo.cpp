@@ -16,14 +16,14 @@ namespace {
 constexpr std::uint64_t kSmallSharePercent = 10;  // S3-FIFO's choice
 
 // The ghost queue's window: a main FIFO's worth of evictions.
-std::uint64_t main_share(std::uint64_t capacity_pages, std::uint64_t small_budget) {
-  return capacity_pages > small_budget ? capacity_pages - small_budget : 1;
+std::uint64_t main_share(std::uint64_t capacity_units, std::uint64_t small_budget) {
+  return capacity_units > small_budget ? capacity_units - small_budget : 1;
 }
 
 class S3FifoPolicy final : public SignalledPolicy {
  public:
-  explicit S3FifoPolicy(std::uint64_t capacity_pages, std::uint64_t small_budget)
-      : SignalledPolicy(main_share(capacity_pages, small_budget), capacity_pages), small_budget_(small_budget) {}
+  explicit S3FifoPolicy(std::uint64_t capacity_units, std::uint64_t small_budget)
+      : SignalledPolicy(main_share(capacity_units, small_budget), capacity_units), small_budget_(small_budget) {}
 
  private:
   void admit_locked(PageRef page, bool refaulted) override {
@@ -38,8 +38,8 @@ class S3FifoPolicy final : public SignalledPolicy {
   std::optional<PageRef> next_victim_locked() override {
     // Ends: each round taken clears a bit, and no bit is set meanwhile.
     for (;;) {
-      if (!small_.empty() && (small_.size() >= small_budget_ || main_.empty())) {
-        PageRef page = take_front(small_);
+      if (!small_.empty() && (small_.units() >= small_budget_ || main_.empty())) {
+        PageRef page = small_.pop_front();
         if (use_.take_written(key_of(page))) {
           PolicyCounters::add(counters_.promotions);
           main_.push_back(std::move(page));
@@ -49,7 +49,7 @@ class S3FifoPolicy final : public SignalledPolicy {
         return page;
       }
       if (main_.empty()) return std::nullopt;
-      PageRef page = take_front(main_);
+      PageRef page = main_.pop_front();
       if (use_.take_written(key_of(page))) {
         PolicyCounters::add(counters_.second_chances);
         main_.push_back(std::move(page));
@@ -60,26 +60,20 @@ class S3FifoPolicy final : public SignalledPolicy {
   }
 
   void forget_region_locked(const Region& region) override {
-    erase_region(small_, region);
-    erase_region(main_, region);
+    small_.erase_region(region);
+    main_.erase_region(region);
   }
 
-  static PageRef take_front(PageQueue& queue) {
-    PageRef page = std::move(queue.front());
-    queue.pop_front();
-    return page;
-  }
-
-  const std::uint64_t small_budget_;
-  PageQueue small_;
-  PageQueue main_;
+  const std::uint64_t small_budget_;  // units, as the buffer counts
+  UnitQueue<PageRef> small_;
+  UnitQueue<PageRef> main_;
 };
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_s3fifo_policy(std::uint64_t capacity_pages) {
-  return std::make_unique<S3FifoPolicy>(capacity_pages,
-                                        std::max<std::uint64_t>(1, capacity_pages * kSmallSharePercent / 100));
+std::unique_ptr<EvictionPolicy> make_s3fifo_policy(std::uint64_t capacity_units) {
+  return std::make_unique<S3FifoPolicy>(capacity_units,
+                                        std::max<std::uint64_t>(1, capacity_units * kSmallSharePercent / 100));
 }
 
 }  // namespace autopager
