@@ -1,5 +1,6 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <memory>
@@ -224,8 +225,8 @@ TEST(Writes, AWriteFaultOnAMissingPageInstallsItWritable) {
   EXPECT_EQ(file.contents()[page + 1], 0xAB);
 }
 
-// A discarded region's dirty pages never reach its store (resident ones nor those an evictor has in hand), its
-// slots come back, and the pager serves the next region as before.
+// A discarded region's dirty pages never reach its store (resident ones nor those an evictor has in hand but not
+// begun writing), its slots come back, and the pager serves the next region as before.
 TEST(Writes, ADiscardedRegionWritesNothingAndGivesItsSlotsBack) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
@@ -242,7 +243,10 @@ TEST(Writes, ADiscardedRegionWritesNothingAndGivesItsSlotsBack) {
     const Stats after = pager.stats();
     EXPECT_EQ(after.resident_bytes, 0u);
     EXPECT_EQ(after.dirty_pages, 0u);
-    EXPECT_EQ(after.write_backs, written.write_backs) << "nothing written at the discard";
+    // With evictions, a write-back an evictor began before the discard may end after `written` was taken.
+    if (buffer > pages) EXPECT_EQ(after.write_backs, written.write_backs) << "nothing written at the discard";
+    usleep(50000);
+    EXPECT_EQ(pager.stats().write_backs, after.write_backs) << "nothing written after the discard";
     if (buffer > pages) EXPECT_EQ(file.contents(), original) << "the file as it was";
     auto* again = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
     std::vector<std::uint8_t> seen(again, again + pages * page);
