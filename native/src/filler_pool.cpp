@@ -239,7 +239,7 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   const std::uint64_t run = reads.run;
   const std::uint64_t room = towards > 0 ? region->page_count - 1 - page : page;
   const std::size_t queued = speculative_.size();
-  for (std::uint64_t i = 0; i < config_.read_ahead && 1 + i * run <= room; ++i) {
+  for (std::uint64_t i = 0; i < region->read_ahead.reads_per_fault() && 1 + i * run <= room; ++i) {
     const std::uint64_t lead = towards > 0 ? page + 1 + i * run : page - 1 - i * run;
     // A run's pages are looked at when it is read (Paging::claim_run).
     if (run == 1 && region->state(lead) != PageState::kAbsent) continue;
