@@ -17,8 +17,8 @@
 // read-only regions (the system page, config.hpp) the unit a fault reads follows the faults: a block for a fault
 // that starts a stream (read_around.hpp), runs doubling along a stream up to `read_ahead_run` bytes, and a
 // block again once random faults have replaced the stream. A stream whose first fault read a block around it
-// goes on from the block's edges. A stream's window is at most an eighth of the buffer (and so are its reads a
-// fault: none in a buffer of under 8 pages), and the windows of the streams
+// goes on from the block's edges. A stream's window is at most an eighth of the buffer (its reads a fault at most
+// a sixteenth: none in a buffer of under 16 pages), and the windows of the streams
 // in use share another eighth between them: a small buffer fills at the high water mark and is evicted down
 // to the low one, and windows that add up to more than that gap evict their own pages before the program
 // reaches them (STREAM's three arrays at a quarter of the buffer each read its data twice over, and nearly
@@ -55,7 +55,7 @@ class ReadAheadStreams {
   ReadAheadStreams(unsigned read_ahead, std::uint64_t run_pages, std::uint64_t most_window,
                    std::uint64_t shared_window = UINT64_MAX);
   // For a region of pages of `page_size` whose reads cover `run_pages` at most: a window of at most an eighth of
-  // the buffer and 64 MiB, the streams' windows an eighth together.
+  // the buffer and 64 MiB, the streams' windows an eighth together, reads a fault at most a sixteenth.
   static ReadAheadStreams for_region(const Config& config, std::size_t page_size, std::uint64_t run_pages);
 
   // A fault on the missing `page`: starts a stream (kNone), or continues one, widens its window and says
@@ -71,7 +71,7 @@ class ReadAheadStreams {
   // them ahead: a read of them that waited (queued, or its filler not running) while the scan went on
   // would bring back pages it is done with, evicted meanwhile.
   bool passed(std::uint64_t first, std::uint64_t count, int direction) const;
-  // The reads a fault that continues a stream queues: `read_ahead`, fewer in a buffer too small for them.
+  // The reads a fault that continues a stream queues: `read_ahead`, at most a sixteenth of the buffer.
   unsigned reads_per_fault() const { return read_ahead_; }
   // The most pages a read covers.
   std::uint64_t run_pages() const { return run_pages_; }

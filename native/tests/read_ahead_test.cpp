@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autopager/config.hpp"
 #include "read_ahead.hpp"
 
 namespace autopager {
@@ -122,6 +123,22 @@ TEST(ReadAheadDecision, StreamsInUseShareTheirWindow) {
 TEST(ReadAheadDecision, NoReadAheadReadsNothing) {
   ReadAheadStreams s(0, kRunPages, kMostWindow);
   for (std::uint64_t page = 0; page < 10; ++page) EXPECT_EQ(s.fault(page).direction, Direction::kNone);
+}
+
+// A region's reads a fault are bounded by a sixteenth of the buffer: a buffer under 16 pages reads nothing ahead,
+// one under 32 one page, and a large buffer the configured number.
+TEST(ReadAheadDecision, ASmallBufferReadsAheadAtMostAnEighthOfIt) {
+  Config config;
+  config.page_size = 2u << 20;
+  config.read_ahead = 2;
+  const std::pair<unsigned, unsigned> buffer_and_reads[] = {{4, 0}, {8, 0}, {15, 0}, {16, 1}, {31, 1}, {32, 2}, {512, 2}};
+  for (const auto& [buffer_pages, reads] : buffer_and_reads) {
+    config.buffer_pages = buffer_pages;
+    EXPECT_EQ(ReadAheadStreams::for_region(config, config.page_size, 1).reads_per_fault(), reads) << buffer_pages;
+  }
+  config.buffer_pages = 8;
+  ReadAheadStreams none = ReadAheadStreams::for_region(config, config.page_size, 1);
+  for (std::uint64_t page = 0; page < 10; ++page) EXPECT_EQ(none.fault(page).direction, Direction::kNone);
 }
 
 }  // namespace
