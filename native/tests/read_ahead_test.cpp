@@ -127,7 +127,7 @@ TEST(ReadAheadDecision, NoReadAheadReadsNothing) {
 
 // A region's reads a fault are bounded by a sixteenth of the buffer: a buffer under 16 pages reads nothing ahead,
 // one under 32 one page, and a large buffer the configured number.
-TEST(ReadAheadDecision, ASmallBufferReadsAheadAtMostAnEighthOfIt) {
+TEST(ReadAheadDecision, ASmallBufferReadsAheadAtMostASixteenthOfIt) {
   Config config;
   config.page_size = 2u << 20;
   config.read_ahead = 2;

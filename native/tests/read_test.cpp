@@ -150,19 +150,24 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
+// `config` with the defaults' read-ahead and read-around.
+Config reading_as_the_defaults(Config config) {
+  const Config defaults = Config::defaults();
+  config.read_ahead = defaults.read_ahead;
+  config.read_ahead_run = defaults.read_ahead_run;
+  config.read_around = defaults.read_around;
+  return config;
+}
+
 // At the default page, read-ahead and read-around, the unit a fault reads follows the faults. In a file larger
 // than the buffer, random faults far apart (in the second half of the file) read their own page each, one request
 // a page; a scan of the first half then reads runs of many pages a request.
 TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const Config defaults = Config::defaults();
   const std::size_t page = system_page_size();
   const std::uint64_t pages = (std::uint64_t{64} << 20) / page;
   ScratchFile file(pages * page);
-  Config config = small_config(page, pages / 4);
-  config.read_ahead = defaults.read_ahead;
-  config.read_ahead_run = defaults.read_ahead_run;
-  config.read_around = defaults.read_around;
+  Config config = reading_as_the_defaults(small_config(page, pages / 4));
   Pager pager(config);
   ASSERT_GE(pager.stats().read_ahead_run_bytes, std::uint64_t{1} << 20);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
@@ -190,14 +195,10 @@ TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
 // over it (a BFS over a graph in memory) faults a few times a block, not once a page, and sees every byte.
 TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
-  const Config defaults = Config::defaults();
   const std::size_t page = system_page_size();
   const std::uint64_t pages = (std::uint64_t{32} << 20) / page;
   ScratchFile file(pages * page);
-  Config config = small_config(page, 2 * pages);
-  config.read_ahead = defaults.read_ahead;
-  config.read_ahead_run = defaults.read_ahead_run;
-  config.read_around = defaults.read_around;
+  Config config = reading_as_the_defaults(small_config(page, 2 * pages));
   ASSERT_GE(config.read_around, std::size_t{1} << 20);
   Pager pager(config);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
