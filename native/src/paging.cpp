@@ -198,16 +198,24 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
 }
 
 std::uint64_t Paging::drop_victims(std::uint64_t most) {
+  std::vector<Victim> dropping;
   std::uint64_t dropped = 0;
   while (dropped < most && victims_.enabled()) {
     std::optional<Victim> victim = victims_.pop_oldest();
     if (!victim) break;
-    Region& region = *victim->page.region;
-    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim->page.page));
-    victims_.drop(victim->slot);
+    dropped += victim->page.region->units;
+    dropping.push_back(std::move(*victim));
+  }
+  // Their memory goes first, together; a fault on one of them meanwhile waits for it to be absent
+  // (install_victim), and its units are free only once its memory is.
+  std::vector<VictimSlot> slots;
+  for (const Victim& victim : dropping) slots.push_back(victim.slot);
+  victims_.drop(std::move(slots));
+  for (const Victim& victim : dropping) {
+    Region& region = *victim.page.region;
+    std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page.page));
     buffer_.release(region.units);
-    region.set_state(victim->page.page, PageState::kAbsent);
-    dropped += region.units;
+    region.set_state(victim.page.page, PageState::kAbsent);
   }
   return dropped;
 }
@@ -496,18 +504,20 @@ int Paging::write_back(Region& region, std::uint64_t page) {
 
 std::uint64_t Paging::take_victim_slots(const std::vector<PageRef>& batch,
                                         std::vector<std::optional<VictimSlot>>& slots) {
-  std::uint64_t dropped = 0, units = 0;
+  // The batch's last pages that fit in the victim buffer, the oldest victims dropped at once to make room.
+  std::uint64_t units = 0;
+  std::size_t first = batch.size();
   for (std::size_t i = batch.size(); i-- > 0;) {
     const Region& region = *batch[i].region;
-    const std::optional<unsigned> arena = victim_arena(region);
-    if (!arena) continue;
-    if ((units += region.units) > victims_.capacity()) break;
-    slots[i] = victims_.take_slot(*arena);
-    if (slots[i]) continue;
-    const std::uint64_t freed = drop_victims(region.units);
-    dropped += freed;
-    if (freed > 0) slots[i] = victims_.take_slot(*arena);
+    if (!victim_arena(region)) continue;
+    if (units + region.units > victims_.capacity()) break;
+    units += region.units;
+    first = i;
   }
+  const std::uint64_t free = victims_.free_units();
+  const std::uint64_t dropped = units > free ? drop_victims(units - free) : 0;
+  for (std::size_t i = first; i < batch.size(); ++i)
+    if (const std::optional<unsigned> arena = victim_arena(*batch[i].region)) slots[i] = victims_.take_slot(*arena);
   return dropped;
 }
 

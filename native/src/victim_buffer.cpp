@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <system_error>
@@ -102,10 +103,23 @@ int VictimBuffer::install(const Region& region, std::uint64_t page, VictimSlot s
   return uffd_.copy(region.page_address(page), slot_address(slot), arenas_[slot.arena].page_size, protect);
 }
 
-void VictimBuffer::drop(VictimSlot slot) {
-  madvise(slot_address(slot), arenas_[slot.arena].page_size, MADV_DONTNEED);
+std::uint64_t VictimBuffer::free_units() {
   std::lock_guard<std::mutex> lock(mutex_);
-  queue_.give_back_slot(slot);
+  return queue_.capacity() - queue_.held_units();
+}
+
+void VictimBuffer::drop(std::vector<VictimSlot> slots) {
+  std::sort(slots.begin(), slots.end(), [](const VictimSlot& a, const VictimSlot& b) {
+    return a.arena != b.arena ? a.arena < b.arena : a.index < b.index;
+  });
+  for (std::size_t first = 0, end = 0; first < slots.size(); first = end) {
+    for (end = first + 1; end < slots.size() && slots[end].arena == slots[first].arena &&
+                          slots[end].index == slots[end - 1].index + 1;)
+      ++end;
+    madvise(slot_address(slots[first]), (end - first) * arenas_[slots[first].arena].page_size, MADV_DONTNEED);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const VictimSlot& slot : slots) queue_.give_back_slot(slot);
 }
 
 }  // namespace autopager

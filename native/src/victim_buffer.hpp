@@ -58,8 +58,12 @@ class VictimBuffer {
   std::optional<Victim> pop_oldest();
   // Installs the slot's contents at the page (UFFDIO_COPY), waking its faulting threads. 0 or the errno.
   int install(const Region& region, std::uint64_t page, VictimSlot slot, WriteProtect protect);
-  // Drops what a slot taken holds and frees it.
-  void drop(VictimSlot slot);
+  // Units no victim and no page about to park holds.
+  std::uint64_t free_units();
+  // Drops what slots taken hold and frees them: one call a run of neighbouring slots, since each call flushes
+  // the TLB of every CPU the program runs on.
+  void drop(std::vector<VictimSlot> slots);
+  void drop(VictimSlot slot) { drop(std::vector<VictimSlot>{slot}); }
 
  private:
   struct Arena {
