@@ -210,7 +210,7 @@ std::uint64_t Paging::drop_victims(std::uint64_t most) {
   // (install_victim), and its units are free only once its memory is.
   std::vector<VictimSlot> slots;
   for (const Victim& victim : dropping) slots.push_back(victim.slot);
-  victims_.drop(std::move(slots));
+  victims_.drop(slots.data(), slots.size());
   for (const Victim& victim : dropping) {
     Region& region = *victim.page.region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page.page));

@@ -108,18 +108,18 @@ std::uint64_t VictimBuffer::free_units() {
   return queue_.capacity() - queue_.held_units();
 }
 
-void VictimBuffer::drop(std::vector<VictimSlot> slots) {
-  std::sort(slots.begin(), slots.end(), [](const VictimSlot& a, const VictimSlot& b) {
+void VictimBuffer::drop(VictimSlot* slots, std::size_t count) {
+  std::sort(slots, slots + count, [](const VictimSlot& a, const VictimSlot& b) {
     return a.arena != b.arena ? a.arena < b.arena : a.index < b.index;
   });
-  for (std::size_t first = 0, end = 0; first < slots.size(); first = end) {
-    for (end = first + 1; end < slots.size() && slots[end].arena == slots[first].arena &&
-                          slots[end].index == slots[end - 1].index + 1;)
+  for (std::size_t first = 0, end = 0; first < count; first = end) {
+    for (end = first + 1;
+         end < count && slots[end].arena == slots[first].arena && slots[end].index == slots[end - 1].index + 1;)
       ++end;
     madvise(slot_address(slots[first]), (end - first) * arenas_[slots[first].arena].page_size, MADV_DONTNEED);
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const VictimSlot& slot : slots) queue_.give_back_slot(slot);
+  for (std::size_t i = 0; i < count; ++i) queue_.give_back_slot(slots[i]);
 }
 
 }  // namespace autopager

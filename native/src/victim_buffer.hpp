@@ -62,8 +62,9 @@ class VictimBuffer {
   std::uint64_t free_units();
   // Drops what slots taken hold and frees them: one call a run of neighbouring slots, since each call flushes
   // the TLB of every CPU the program runs on.
-  void drop(std::vector<VictimSlot> slots);
-  void drop(VictimSlot slot) { drop(std::vector<VictimSlot>{slot}); }
+  // `slots` is reordered.
+  void drop(VictimSlot* slots, std::size_t count);
+  void drop(VictimSlot slot) { drop(&slot, 1); }
 
  private:
   struct Arena {
