@@ -154,9 +154,10 @@ def check_memory_limits(limit_bytes: int) -> None:
         pass
 
 
-# The pager's bookkeeping of a resident page (its eviction-queue entry and page state) is under 32 bytes; at the
-# least page size, 4 KiB, that is 1/128 of the buffer, given in whole MiB.
-BOOKKEEPING_FRACTION = 128
+# The pager's bookkeeping of a page of the buffer at the least page size, 4 KiB: under 32 bytes under fifo (its
+# eviction-queue entry and page state), about 100 under hotfifo (besides, its victims' queue and a ghost queue of a
+# buffer's pages: 27 MB at a 1 GiB buffer in smaps). 1/32 of the buffer covers every policy; given in whole MiB.
+BOOKKEEPING_FRACTION = 32
 MIB = 1 << 20
 # A page-table entry of 8 bytes maps 4 KiB; given in whole MiB.
 PAGE_TABLE_FRACTION = 512

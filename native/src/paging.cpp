@@ -184,6 +184,7 @@ bool Paging::install_victim(const RegionPtr& region_ptr, std::uint64_t page, con
   region.set_state(page, dirty ? PageState::kDirty : PageState::kClean);
   if (dirty) stats_.dirty_pages.fetch_add(1, std::memory_order_relaxed);
   StatsCounters::add(stats_.victim_hits);  // before the copy wakes the faulting thread, as a fill's counts
+  victim_admission_.hit(region.units);
   const int err = victims_.install(region, page, *slot, protect);
   victims_.drop(*slot);
   if (err == EEXIST) uffd_.wake(region.page_address(page), region.page_size);
@@ -506,6 +507,11 @@ std::uint64_t Paging::take_victim_slots(const std::vector<PageRef>& batch,
                                         std::vector<std::optional<VictimSlot>>& slots) {
   // The batch's last pages that fit in the victim buffer, the oldest victims dropped at once to make room.
   std::uint64_t units = 0;
+  if (!victim_admission_.admits_batch()) {
+    // Victims stay the last pages evicted (not a cache of old ones): as many of the oldest go as the batch evicts.
+    for (const PageRef& page : batch) units += page.region->units;
+    return drop_victims(units);
+  }
   std::size_t first = batch.size();
   for (std::size_t i = batch.size(); i-- > 0;) {
     const Region& region = *batch[i].region;
@@ -603,8 +609,10 @@ std::uint64_t Paging::evict(std::uint64_t most) {
   // Their memory is gone: the slots go back before any page is seen absent. A victim keeps its slot until
   // it is dropped.
   std::uint64_t released = 0;
-  for (std::size_t i = 0; i < victims.size(); ++i) released += kept_in[i] ? 0 : victims[i].region->units;
+  std::uint64_t parked = 0;
+  for (std::size_t i = 0; i < victims.size(); ++i) (kept_in[i] ? parked : released) += victims[i].region->units;
   buffer_.release(released);
+  if (victims_.enabled()) victim_admission_.evicted(parked + released, parked);
   for (std::size_t i = 0; i < victims.size(); ++i) {
     PageRef& victim = victims[i];
     std::lock_guard<std::mutex> lock(buffer_.lock_for(*victim.region, victim.page));

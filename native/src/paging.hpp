@@ -19,6 +19,7 @@
 #include "staging.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
+#include "victim_admission.hpp"
 #include "victim_buffer.hpp"
 #include "zap.hpp"
 
@@ -45,7 +46,8 @@ class Paging {
         buffer_(buffer),
         stats_(stats),
         staging_(uffd, config.page_size),
-        victims_(uffd, config, memory, buffer.policy().victim_units()) {}
+        victims_(uffd, config, memory, buffer.policy().victim_units()),
+        victim_admission_(buffer.policy().victim_units()) {}
 
   // Takes a page's units of the buffer for a demand fill, waiting (Paging::reserve_slot, or a filler's own
   // wait that completes its reads meanwhile); false when none can be had.
@@ -148,7 +150,8 @@ class Paging {
   }
   // Slots of the victim buffer for the last pages of an eviction's batch (the policy's latest victims) it may
   // keep, as many as the buffer holds, dropping its oldest victims for room (no stripe held): `slots[i]` is
-  // batch[i]'s. Returns the units the victims dropped gave back.
+  // batch[i]'s; none while victims are not hit but in one batch of VictimAdmission::kSampleEvery. Returns the
+  // units the victims dropped gave back.
   std::uint64_t take_victim_slots(const std::vector<PageRef>& batch, std::vector<std::optional<VictimSlot>>& slots);
   // A fault (or read-ahead) on a page in the victim buffer: installs it from there, as `request` asks; false
   // when it is no longer a victim (dropped meanwhile: the caller fills it as an absent page).
@@ -167,6 +170,7 @@ class Paging {
   Zapper zapper_;
   StagingArea staging_;
   VictimBuffer victims_;
+  VictimAdmission victim_admission_;
   std::atomic<bool> write_backs_failing_{false};
   std::atomic<bool> reported_eviction_failure_{false};
 };

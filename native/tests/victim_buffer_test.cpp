@@ -33,7 +33,9 @@ TEST_P(VictimBuffer, AFaultOnAVictimReadsNothingAndSeesItsData) {
   std::unique_ptr<testing::ScopedEnv> no_move;
   if (c.without_move) no_move = std::make_unique<testing::ScopedEnv>("AUTOPAGER_DISABLE_UFFD_FEATURES", "move");
   const std::size_t page = system_page_size();
-  const std::uint64_t pages = 1024;
+  // The buffer's size (a quarter of it is the fillers' read slots): its evictions, all parked, stay within the
+  // window after which victims never hit would park only one batch in VictimAdmission::kSampleEvery.
+  const std::uint64_t pages = 256;
   ScratchFile file(pages * page, 3);
   Config config = small_config(page, 256);
   config.eviction = Eviction::kHotFifo;
@@ -117,7 +119,8 @@ std::uint64_t last_evicted(const void* base, std::uint64_t pages, std::size_t pa
 TEST(VictimBufferOfTwoPageSizes, ServesAReadOnlySmallPageAndAWritableLargeOne) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t small = system_page_size(), large = 16 * small;
-  const std::uint64_t small_pages = 2048, large_pages = 64;  // each region twice the buffer
+  // Each region half the buffer's size: their evictions within VictimAdmission's window, as above.
+  const std::uint64_t small_pages = 512, large_pages = 32;
   ScratchFile read_only(small_pages * small, 3), writable(large_pages * large, 5);
   Config config = small_config(large, 64);
   config.read_only_page_size = small;
@@ -137,7 +140,7 @@ TEST(VictimBufferOfTwoPageSizes, ServesAReadOnlySmallPageAndAWritableLargeOne) {
   std::uint64_t wrong = 0;
   for (std::uint64_t l = 0; l < large_pages; ++l) {
     writes[l * large] = written_byte(l);
-    for (std::uint64_t s = l * 32; s < (l + 1) * 32; ++s) wrong += reads[s * small + 1] != pattern_byte(s * small + 1, 3);
+    for (std::uint64_t s = l * 16; s < (l + 1) * 16; ++s) wrong += reads[s * small + 1] != pattern_byte(s * small + 1, 3);
   }
   EXPECT_EQ(wrong, 0u);
   EXPECT_EQ(pager.stats().victim_hits, 0u);

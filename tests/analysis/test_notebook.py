@@ -108,7 +108,7 @@ def test_report_writes_markdown_and_plots_of_the_study(study, installed):
     if MMAP:
         kernel = table[table.kind == "mmap"].value.iloc[0]
         assert f"The pager's best trial is {kernel / best.value:.2f}x the kernel's mmap" in text
-        assert "in a 81MiB memory cgroup" in text
+        assert "in a 82MiB memory cgroup" in text
     else:
         assert "Not measured: run the study with `baseline.mmap=true`" in text
 
