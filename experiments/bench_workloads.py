@@ -52,6 +52,7 @@ from autopager.run.runner import Measurement, Runner
 from autopager.run.workloads import Workload
 from experiments import REPO, RESULTS, pythonpath_with_repo, stop_on_termination
 from experiments.huge_page_pool import huge_pages_for, huge_pages_free
+from experiments.quiet import wait_for_quiet
 from autopager.analysis.markdown import table
 
 WORKLOADS = ("bfs", "sort", "kv_readseq", "kv_readrandom", "kv_readreverse", "randio", "stream", "lookup",
@@ -300,6 +301,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60, help="seconds a run; a variant that times out "
                         "once is not repeated")
     parser.add_argument("--data-dir", default=str(REPO / "data"), help="where the workloads keep their data")
+    parser.add_argument("--quiet-below", type=float, default=None, metavar="LOAD",
+                        help="before each workload, wait until the 1-minute load average is under LOAD (recorded in "
+                        "<out>/loads.txt)")
     parser.add_argument("--out", default=str(RESULTS / "workloads"))
     return parser.parse_args(argv)
 
@@ -330,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             workload.data_dir.mkdir(parents=True, exist_ok=True)
             if workload.prepare_argv():
                 subprocess.run(workload.prepare_argv(), check=True)
+            if args.quiet_below is not None:
+                wait_for_quiet(args.quiet_below, out / "loads.txt", name)
             row = Row(workload, pager_memory(workload, args.headroom))
             rows.append(row)
             with huge_pages_free(huge_pages_wanted(workload, variants)) as row.huge_pages:

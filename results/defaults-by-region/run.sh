@@ -6,21 +6,11 @@
 set -uo pipefail
 repo=$1 out=$2; shift 2
 cd "$repo"
-wait_quiet() {
-  while :; do
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    awk -v l="$load" 'BEGIN { exit !(l < 0.5) }' && break
-    sleep 20
-  done
-  echo "$(date -u +%FT%TZ) start $1 at load $load" | tee -a "$out/loads.txt"
-}
 bench() {  # name, then bench_workloads arguments
   local name=$1; shift
-  wait_quiet "$name"
-  PYTHONNOUSERSITE=1 /work/venv/bin/python -m experiments.bench_workloads --page-sizes= --kernel-read-ahead 128 \
+  PYTHONNOUSERSITE=1 /work/venv/bin/python -m experiments.bench_workloads --quiet-below 0.5 --page-sizes= --kernel-read-ahead 128 \
     --repeats 3 --timeout 400 --data-dir /var/tmp/apdata --build old=/var/tmp/bench/old/workloads \
     --build new=/var/tmp/bench/new/workloads --out "$out/$name" "$@" > "$out/$name.log" 2>&1
-  echo "$(date -u +%FT%TZ) end $name rc=$?" | tee -a "$out/loads.txt"
 }
 mkdir -p "$out"
 large=(--set workload.buffer_size=1GiB)

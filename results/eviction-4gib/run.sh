@@ -15,16 +15,9 @@ for w in "$@"; do
     numpy_gather_zipf) command='{python} {bin}/numpy_gather.py --size-mib {size} --seconds 60 --batch 256 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'; size=4096 ;;
     *) echo "unknown workload $w" >&2; continue ;;
   esac
-  while :; do
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    awk -v l="$load" 'BEGIN { exit !(l < 0.5) }' && break
-    sleep 15
-  done
-  echo "$(date -u +%FT%TZ) start $w at load $load" | tee -a "$out/loads.txt"
   AUTOPAGER_BIN="$build/workloads" AUTOPAGER_PRELOAD="$build/native/src/preload/libautopager_preload.so" \
-    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --workloads "$w" --page-sizes= \
+    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --quiet-below 0.5 --workloads "$w" --page-sizes= \
     --kernel-read-ahead 128 --repeats 3 --timeout 200 --data-dir "${DATA_DIR:-/var/tmp/apdata}" \
     --set workload.size=$size --set workload.buffer_size=1GiB --set "workload.command='$command'" \
     --variant eviction=hotfifo --variant eviction=s3fifo --variant eviction=clock --out "$out/$w" > "$out/$w.log" 2>&1
-  echo "$(date -u +%FT%TZ) end $w rc=$? load $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/loads.txt"
 done

@@ -23,15 +23,8 @@ for w in "$@"; do
   esac
   overrides=(--set workload.size=$size --set workload.buffer_size=1GiB)
   [ -n "$command" ] && overrides+=(--set "workload.command='$command'")
-  while :; do
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    awk -v l="$load" 'BEGIN { exit !(l < 0.5) }' && break
-    sleep 15
-  done
-  echo "$(date -u +%FT%TZ) start $w at load $load" | tee -a "$out/loads.txt"
   AUTOPAGER_BIN="$build/workloads" AUTOPAGER_PRELOAD="$build/native/src/preload/libautopager_preload.so" \
-    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --workloads "$config" --page-sizes= \
+    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --quiet-below 0.5 --workloads "$config" --page-sizes= \
     --repeats 3 --timeout 400 --data-dir "${DATA_DIR:-/var/tmp/apdata}" "${overrides[@]}" \
     --variant eviction=hotfifo --variant eviction=s3fifo --variant eviction=clock --out "$out/$w" > "$out/$w.log" 2>&1
-  echo "$(date -u +%FT%TZ) end $w rc=$? load $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/loads.txt"
 done
