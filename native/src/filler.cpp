@@ -161,7 +161,7 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
     return Start::kInPlace;
   }
   // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
-  if (paging_.claim(*region, page, request, [&](std::uint64_t units) { return reserve_slot(units); }) !=
+  if (paging_.claim(*region, page, request, [&](const Region& r) { return reserve_slot(r); }) !=
       Paging::Claim::kClaimed) {
     slots_.release(slot);
     return Start::kNotNeeded;
@@ -177,7 +177,7 @@ bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const Fi
   // While it waits for a buffer slot, the filler completes its reads in flight: their pages hold slots
   // too, and an unmap waits for them.
   const bool filled =
-      paging_.fill(region, page, request, slots_.buffer(slot), [this](std::uint64_t units) { return reserve_slot(units); });
+      paging_.fill(region, page, request, slots_.buffer(slot), [this](const Region& r) { return reserve_slot(r); });
   slots_.release(slot);
   if (filled && request.demand) pool_.record_fill_time(nanoseconds_since(fill_start));
   return filled;
@@ -189,9 +189,10 @@ unsigned Filler::take_slot() {
   return slots_.acquire();
 }
 
-bool Filler::reserve_slot(std::uint64_t units) {
-  while (!paging_.try_reserve_slot(units)) {
-    if (!reads_.in_flight()) return paging_.reserve_slot(units);
+bool Filler::reserve_slot(const Region& region) {
+  while (!paging_.try_reserve_slot(region.units)) {
+    if (region.closing.load()) return false;  // its release waits for this claim
+    if (!reads_.in_flight()) return paging_.reserve_slot(region);
     collect(Wait::kYes, WatchFaults::kNo);
   }
   return true;

@@ -95,9 +95,9 @@ class Filler {
   bool fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A free slot, waiting for this filler's reads in flight to free one.
   unsigned take_slot();
-  // A demand fill's units of the buffer; never sleeps for them while this filler's own reads are in flight.
-  // False when they cannot be had (Paging::reserve_slot).
-  bool reserve_slot(std::uint64_t units);
+  // A demand fill's units of the buffer for a page of `region`; never sleeps for them while this filler's own
+  // reads are in flight. False when they cannot be had (Paging::reserve_slot), or once the region is closing.
+  bool reserve_slot(const Region& region);
   // Claims a run's pages and reads them into a free run slot: queued in the ring, or in place.
   void start_run(const PageRun& run);
   void finish_read(const ReadQueue::Completion& completion);

@@ -49,6 +49,18 @@ class Dropped {
   std::vector<iovec> shared_;
 };
 
+// Counts a claim of a region's pages for as long as it lives (Region::claims).
+class ClaimUnderWay {
+ public:
+  explicit ClaimUnderWay(Region& region) : region_(region) { region_.claims.under_way.fetch_add(1); }
+  ~ClaimUnderWay() { region_.claims.under_way.fetch_sub(1); }
+  ClaimUnderWay(const ClaimUnderWay&) = delete;
+  ClaimUnderWay& operator=(const ClaimUnderWay&) = delete;
+
+ private:
+  Region& region_;
+};
+
 }  // namespace
 
 void Region::wait_while_in_transit(std::uint64_t page) const {
@@ -57,6 +69,10 @@ void Region::wait_while_in_transit(std::uint64_t page) const {
     if (s != PageState::kFilling && s != PageState::kEvicting) return;
     std::this_thread::yield();
   }
+}
+
+void Region::wait_for_claims() const {
+  while (claims.under_way.load() != 0) std::this_thread::yield();
 }
 
 ssize_t Paging::read_store(Store& store, char* dst, std::size_t n, std::uint64_t offset, int attempts) {
@@ -73,9 +89,11 @@ bool Paging::fill(const RegionPtr& region, std::uint64_t page, const FillRequest
   return finish(region, page, request, io_buffer, got);
 }
 
-bool Paging::reserve_slot(std::uint64_t units) {
+bool Paging::reserve_slot(const Region& region) {
   const auto give_up_at = std::chrono::steady_clock::now() + kMostWaitForRoom;
-  return buffer_.reserve(units, [&] {
+  return buffer_.reserve(region.units, [&] {
+    // Its release waits for this claim, and may be what frees the room.
+    if (region.closing.load()) return false;
     if (evict_one()) return true;
     return !write_backs_failing() || std::chrono::steady_clock::now() < give_up_at;
   });
@@ -86,10 +104,13 @@ Paging::Claim Paging::claim(Region& region, std::uint64_t page, const FillReques
   if (request.demand && region.state(page) == PageState::kEvicting) region.wait_while_in_transit(page);
   if (region.state(page) == PageState::kVictim && install_victim(region.shared_from_this(), page, request))
     return Claim::kNotNeeded;
+  // Counted before `closing` is looked at: the units taken below are in no page's state until the page is
+  // kFilling, and the region's release must not end before they are (or are given back).
+  const ClaimUnderWay under_way(region);
   if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
   if (!request.demand) {
     if (!buffer_.try_reserve(region.units)) return Claim::kNotNeeded;
-  } else if (!reserve(region.units)) {
+  } else if (!reserve(region)) {
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
     if (region.state(page) != PageState::kAbsent || region.closing.load()) return Claim::kNotNeeded;
     fail_fault_locked(region, page, request, ENOMEM,
@@ -232,6 +253,7 @@ bool Paging::drop_victim_locked(Region& region, std::uint64_t page) {
 
 std::uint64_t Paging::claim_run(Region& region, std::uint64_t lead, int direction, std::uint64_t most,
                                std::uint64_t& first) {
+  const ClaimUnderWay under_way(region);  // as claim's
   std::uint64_t start = lead, count = 0;
   for (std::uint64_t i = 0; i < most && !region.closing.load(); ++i) {
     const std::uint64_t page = direction > 0 ? lead + i : lead - i;
@@ -438,8 +460,9 @@ int Paging::write_back_victims(std::vector<PageRef>& victims) {
     if (failed == 0 && !region.closing.load()) {
       const std::uint64_t last = first + (end - at);
       auto locks = buffer_.lock_run(region, first, last - first);
-      // A page written back (a flush) or evicted since splits the run.
-      for (std::uint64_t page = first; page < last && failed == 0;) {
+      // A page written back (a flush) or evicted since splits the run. A region that began closing meanwhile
+      // is its release's to write (or to discard, writing nothing).
+      for (std::uint64_t page = first; page < last && failed == 0 && !region.closing.load();) {
         std::uint64_t stop = page;
         while (stop < last && region.state(stop) == PageState::kDirty) ++stop;
         if (stop > page) failed = write_back_run_locked(region, page, stop - page, KeepResident::kYes);
@@ -632,12 +655,15 @@ std::uint64_t Paging::evict(std::uint64_t most) {
 }
 
 int Paging::release_region(Region& region, DirtyPages dirty_pages) {
+  // A claim that looked at `closing` before it was set may have taken units of the buffer for a page that
+  // still reads kAbsent (it marks it kFilling only under the stripe, after taking them): once none is under
+  // way, every such page is filling, and the loop below waits for it. No later claim takes anything.
+  region.wait_for_claims();
   int first_error = 0;
   Dropped released;  // dropped from memory only if the region stays (munmap does it otherwise)
   for (std::uint64_t page = 0; page < region.page_count; ++page) {
     // A read in flight ends soon (its filler sees the region closing, drops the page and gives its
-    // slot back), and so does an eviction. A fill claimed just before the region began closing can
-    // start after the wait: its page is the filler's to drop, never this loop's.
+    // slot back), and so does an eviction; a page in transit is theirs to finish, never this loop's.
     std::unique_lock<std::mutex> lock(buffer_.lock_for(region, page), std::defer_lock);
     PageState state = PageState::kAbsent;
     for (;;) {

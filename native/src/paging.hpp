@@ -49,9 +49,10 @@ class Paging {
         victims_(uffd, config, memory, buffer.policy().victim_units()),
         victim_admission_(buffer.policy().victim_units()) {}
 
-  // Takes a page's units of the buffer for a demand fill, waiting (Paging::reserve_slot, or a filler's own
-  // wait that completes its reads meanwhile); false when none can be had.
-  using Reserve = std::function<bool(std::uint64_t units)>;
+  // Takes the units of the buffer a page of `region` takes for a demand fill, waiting (Paging::reserve_slot,
+  // or a filler's own wait that completes its reads meanwhile); false when none can be had, or once the
+  // region is closing (its release waits for the claim that waits here).
+  using Reserve = std::function<bool(const Region& region)>;
 
   // Brings the page in, if it is absent, through `io_buffer` (page_size bytes, page-aligned); a demand
   // fill waits for its units through `reserve` (as claim's), a speculative one (read-ahead, prefetch)
@@ -66,8 +67,9 @@ class Paging {
   // with errno) and returns true when the page is now resident.
   enum class Claim { kClaimed, kNotNeeded, kNoRoom };
   bool try_reserve_slot(std::uint64_t units) { return buffer_.try_reserve(units); }
-  // Waits for `units`; false after a bounded wait while write-backs fail and nothing can be evicted.
-  bool reserve_slot(std::uint64_t units);
+  // Waits for a page's units of `region`; false after a bounded wait while write-backs fail and nothing can be
+  // evicted, or when the region is closing.
+  bool reserve_slot(const Region& region);
   // Whether the whole region fits in the buffer and `pages` more of it can be read in now without evicting
   // anything (Buffer::has_room).
   bool has_room(const Region& region, std::uint64_t pages) const {
@@ -102,9 +104,11 @@ class Paging {
   // What release_region does with a dirty page: writes it back, or drops it with the rest (a store whose
   // contents die with the region: a heap mapping's).
   enum class DirtyPages { kWriteBack, kDiscard };
-  // Releases every page of a closing region, writing dirty ones back (or dropping them). Returns 0, or the
-  // errno of a write-back that failed: then the pages that could not be written stay resident and dirty,
-  // every other page is released, and the region may be opened again (reopen_region) and retried.
+  // Releases every page of a closing region, writing dirty ones back (or dropping them), once no claim of its
+  // pages is under way (Region::claims) and no page is in transit: on return none of its pages holds units of
+  // the buffer or counts as dirty, and none is written afterwards. Returns 0, or the errno of a write-back that
+  // failed: then the pages that could not be written stay resident and dirty, every other page is released,
+  // and the region may be opened again (reopen_region) and retried.
   int release_region(Region& region, DirtyPages dirty_pages = DirtyPages::kWriteBack);
   // Opens a region whose release failed: clears closing and queues its resident pages for eviction again
   // (evictors drop the entries of a closing region's pages they come upon).

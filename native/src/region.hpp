@@ -59,6 +59,14 @@ struct Region : std::enable_shared_from_this<Region> {
   const bool writable;
   const bool track_writes;         // pages are installed write-protected and made writable on first write
   std::atomic<bool> closing{false};
+  // Claims of its pages under way (Paging::claim, claim_run): each counts from before it looks at `closing`
+  // until every page it took units of the buffer for shows them (kFilling) or it gave them back. A closing
+  // region's release waits for none (wait_for_claims): a claim that began before `closing` then has its pages
+  // filling, where the release sees them, and every later one sees `closing` and takes nothing. A cache line
+  // of its own: every fill writes it, and the fields around it are read on every fault.
+  struct alignas(64) Claims {
+    std::atomic<std::uint64_t> under_way{0};
+  } claims;
   ReadAheadStreams read_ahead;     // guarded by the filler pool's lock
   // The page memory and states of a region whose writes outlive the process (shared with the keeper);
   // null for anonymous page memory and states of the region's own.
@@ -93,6 +101,9 @@ struct Region : std::enable_shared_from_this<Region> {
   }
   // A filling or evicting page changes state within microseconds, without anyone's help.
   void wait_while_in_transit(std::uint64_t page) const;
+  // Once `closing` is set: waits until no claim of its pages is under way (a demand claim waiting for room gives
+  // up when it sees `closing`, so this waits for no eviction of other pages).
+  void wait_for_claims() const;
 
   // A pinned page (umap_fetch_and_pin) is never evicted; it goes when its region is unmapped.
   bool pinned(std::uint64_t page) const { return (pins[page / 64].load(std::memory_order_acquire) >> (page % 64)) & 1; }

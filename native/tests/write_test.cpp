@@ -246,7 +246,10 @@ TEST(Writes, ADiscardedRegionWritesNothingAndGivesItsSlotsBack) {
     // With evictions, a write-back an evictor began before the discard may end after `written` was taken.
     if (buffer > pages) EXPECT_EQ(after.write_backs, written.write_backs) << "nothing written at the discard";
     usleep(50000);
-    EXPECT_EQ(pager.stats().write_backs, after.write_backs) << "nothing written after the discard";
+    const Stats later = pager.stats();
+    EXPECT_EQ(later.write_backs, after.write_backs) << "nothing written after the discard";
+    EXPECT_EQ(later.resident_bytes, 0u) << "nothing of it comes back after the discard";
+    EXPECT_EQ(later.dirty_pages, 0u);
     if (buffer > pages) EXPECT_EQ(file.contents(), original) << "the file as it was";
     auto* again = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page));
     std::vector<std::uint8_t> seen(again, again + pages * page);

@@ -41,8 +41,9 @@ class Pager {
   // with the pages that could not be written, and unmap can be tried again.
   bool unmap(void* base);
   // Releases the region without writing its dirty pages back: for a store whose contents are not wanted
-  // once the region is gone (a program's heap block, freed). Returns false with errno EINVAL when `base`
-  // is not a region.
+  // once the region is gone (a program's heap block, freed). When it returns, none of the region's pages is
+  // resident or counted dirty, and nothing of it is written to the store afterwards. Returns false with
+  // errno EINVAL when `base` is not a region.
   bool discard(void* base);
   // As unmap, but instead of unmapping the region's range, calls `map_over()`, which must put another
   // mapping over the whole range at once (mmap with MAP_FIXED) and return whether it did. Threads that
