@@ -34,6 +34,7 @@ from autopager.run.nbdkit import Nbdkit
 from autopager.parameters import COMPRESSIONS, to_environment
 from autopager.run.workloads import Workload
 from experiments import RESULTS
+from experiments.quiet import wait_for_quiet
 from autopager.analysis.markdown import table
 
 WORKLOADS = ("stream", "bfs", "randio")
@@ -103,6 +104,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "nbd")
     parser.add_argument("--override", action="append", default=[],
                         help="a config override for every workload, e.g. workload.size=8 (a quick check)")
+    parser.add_argument("--quiet-below", type=float, default=None, metavar="LOAD",
+                        help="before each workload, wait until the 1-minute load average is under LOAD (recorded in "
+                        "<out>/loads.txt)")
     args = parser.parse_args()
     links = [link for link in args.links.split(",") if link]
     variants = [Variant(LOCAL, None)] + [Variant(f"nbd {link} {c}", link, c) for link in links
@@ -117,6 +121,8 @@ def main() -> int:
             workload = Workload.from_config(config.workload, config.data_dir)
             workload.check()
             subprocess.run(workload.prepare_argv() or workload.argv() + ["--generate"], check=True)
+            if args.quiet_below is not None:
+                wait_for_quiet(args.quiet_below, args.out / "loads.txt", name)
             data = workload.data_paths()
             # Every data file on the export, each at a 1 MiB-aligned offset (mapping.cpp), with room to spare.
             export_size = sum(((p.stat().st_size >> 20) + 2) << 20 for p in data) + (64 << 20)
