@@ -229,14 +229,15 @@ std::uint64_t Paging::drop_victims(std::uint64_t most) {
     dropping.push_back(std::move(*victim));
   }
   // Their memory goes first, together; a fault on one of them meanwhile waits for it to be absent
-  // (install_victim), and its units are free only once its memory is.
+  // (install_victim). Their units are free once their memory is, all at once, as evict's: before any of
+  // them is seen absent.
   std::vector<VictimSlot> slots;
   for (const Victim& victim : dropping) slots.push_back(victim.slot);
   victims_.drop(slots.data(), slots.size());
+  buffer_.release(dropped);
   for (const Victim& victim : dropping) {
     Region& region = *victim.page.region;
     std::lock_guard<std::mutex> lock(buffer_.lock_for(region, victim.page.page));
-    buffer_.release(region.units);
     region.set_state(victim.page.page, PageState::kAbsent);
   }
   return dropped;
