@@ -43,7 +43,9 @@ from autopager.errors import ConfigError, StudyError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
 from autopager.run.workloads import Workload
-from autopager.tuner.measuring import NOISE_BAND, relative_noise
+from autopager.tuner.confirmation import outcome, recorded_candidates
+from autopager.tuner.measuring import NOISE_BAND, defaults_runs, measured_defaults, relative_noise
+from autopager.tuner.stopping import AUTO_TRIALS, plateau_stop
 from autopager.tuner.study import Study
 from autopager.tuner.trial import Kind
 from experiments import stop_on_termination
@@ -177,6 +179,74 @@ def plateau_rows(workloads: list[str], places: Places) -> list[list]:
     return rows
 
 
+def replayed_stop(study: StudyResult, plateau: int) -> int | None:
+    """After how many search trials ``budget.plateau=plateau`` would have ended the study (None: never)."""
+    goal, trials = Goal.parse(study.goal), searched(study)
+    assumed = float((study.config.get("noise") or {}).get("assumed", 0.05))
+    rows = sorted((row for row in study.recorded if row.kind not in (Kind.MMAP, Kind.CONFIRM)),
+                  key=lambda row: row.number)
+    for count, trial in enumerate(trials, 1):
+        before = [row for row in rows if row.number <= trial.number]
+        measured = relative_noise(defaults_runs(before))
+        if plateau_stop(before, goal, assumed if measured is None else measured, plateau, count, len(trials)):
+            return count
+    return None
+
+
+def replay_rows(directories: list[Path], plateau: int) -> list[list]:
+    rows = []
+    for directory in directories:
+        study = load_study(directory)
+        whole = study and study.confirmed()
+        if not whole:
+            rows.append([str(directory), None, None, None, confirmed_text(study), None, None, None])
+            continue
+        goal, trials = Goal.parse(study.goal), searched(study)
+        stop = replayed_stop(study, plateau)
+        if stop is None:
+            rows.append([str(directory), len(trials), "never", "0%", confirmed_text(study), "the same", "1.00x", "no"])
+            continue
+        last = trials[stop - 1].number
+        candidates = recorded_candidates(study.recorded)
+        defaults = candidates.pop(measured_defaults(study.recorded).number, None)
+        kept = [c for c in candidates.values() if c.trial is not None and c.trial <= last]
+        winner, _, _ = outcome(goal, defaults, kept, study.confirm_rounds)
+        saved = 1 - stop / len(trials)
+        band = NOISE_BAND * noise(study)
+        before = [trial for trial in trials[:stop] if trial.ok]
+        if winner is None and before:
+            first, everything = (goal.best(ok, key=lambda trial: trial.value)
+                                 for ok in (before, [trial for trial in trials if trial.ok]))
+            stopped = (f"none of the {len(candidates)} candidates came before it; its best search run "
+                       f"{number(first.value)} (trial {first.number}) against the whole's {number(everything.value)}")
+            ratio, meets = f"{times(goal.speedup(first.value, everything.value))}, search runs", "not known"
+        elif winner is None:
+            stopped, ratio, meets = "no search trial succeeded before it", None, "no"
+        else:
+            stopped = (f"{number(winner.median)} (trial {winner.trial}; {len(kept)} of {len(candidates)} candidates "
+                       f"before the stop)")
+            ratio = f"{times(goal.speedup(winner.median, whole['value']))} (noise band {100 * band:.1f}%)"
+            meets = "yes" if within(goal, winner.median, whole["value"], band) and saved >= 0.3 else "no"
+        rows.append([str(directory), len(trials), stop, f"{100 * saved:.0f}%", confirmed_text(study), stopped, ratio,
+                     meets])
+    return rows
+
+
+def write_replay_page(out: Path, directories: list[Path], plateau: int, command: str) -> Path:
+    lines = [f"# Stopping on a plateau, replayed (issue 50), {datetime.date.today().isoformat()}", "",
+             f"Studies run to their whole budget, read back: where budget.plateau={plateau} would have ended each (the "
+             "rule sees only the trials before each stop, so this is where it stops), and the confirmed best it would "
+             "have kept: the best, in the whole study's confirmation rounds, of its candidates up to the stop. The "
+             "ratio is that over the whole study's confirmed best, as a speedup (below 1: worse). The bar: at least "
+             "30% of the trials saved, the confirmed best within the noise.", "",
+             table(["study", "search trials", "stops after", "saved", "confirmed best, whole budget",
+                    "confirmed best, stopped", "ratio", "bar met"], replay_rows(directories, plateau)), "",
+             "## Command", "", "```", command, "```", ""]
+    path = out / SUMMARY
+    path.write_text("\n".join(lines))
+    return path
+
+
 def write_summary_page(setup: Setup, warm: list[str], plateau: list[str], command: str) -> Path:
     places = setup.places
     lines = [f"# Warm start and stopping on a plateau (issue 50), {datetime.date.today().isoformat()}", "",
@@ -246,21 +316,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a tuner setting for every study, after the protocol's (e.g. runner.memory_limit=null)")
     parser.add_argument("--report-only", action="store_true", help="write summary.md from the recorded studies")
+    parser.add_argument("--replay", type=Path, nargs="+", metavar="STUDY",
+                        help="studies run to their whole budget: where the plateau would have stopped each")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     warm, plateau = ([name for name in text.split(",") if name] for text in (args.warm, args.plateau))
+    command = " ".join(["python3 -m experiments.warm_and_plateau", *map(shlex.quote, argv or sys.argv[1:])])
+    if args.replay:
+        setting = AUTO_TRIALS if args.plateau_setting == "auto" else int(args.plateau_setting)
+        args.out.mkdir(parents=True, exist_ok=True)
+        print(f"warm_and_plateau: {write_replay_page(args.out, args.replay, setting, command)}")
+        return 0
     if not warm and not plateau:
-        sys.exit("warm_and_plateau: give --warm and/or --plateau workloads")
+        sys.exit("warm_and_plateau: give --warm and/or --plateau workloads, or --replay studies")
     mode = REAL_QUICK if args.quick else REAL
     workloads = list(dict.fromkeys(warm + plateau))
     plan = Plan(mode, tuple(workloads), sizes(mode, workloads, args.small, args.large), BUDGETS[mode], RUN_LENGTHS[mode])
     setup = Setup(plan, Places(args.out.resolve(), args.data_dir.resolve()), args.trials, args.initialization,
                   args.plateau_setting, tuple(args.set))
     setup.places.out.mkdir(parents=True, exist_ok=True)
-    command = " ".join(["python3 -m experiments.warm_and_plateau", *map(shlex.quote, argv or sys.argv[1:])])
     failed = []
     if not args.report_only:
         stop_on_termination("warm_and_plateau")

@@ -4,8 +4,10 @@ beyond the noise, with what is left of its budget unspent; the confirmation stil
 A trial improves when it is better than the best trial before it (the defaults' first run included) by more than
 the noise band (``measuring.NOISE_BAND`` standard deviations of the defaults' runs, the noise the study measures);
 a failed or capped trial never improves, and an answered (``reused``) one counts as a trial, as the budget counts
-it. A rung of the buffer ladder (autopager.tuner.buffer_ladder) may improve, but one that does not is not counted:
-the ladder is slower below the largest buffer on purpose. ``auto`` (the default) is ``AUTO_TRIALS`` for the
+it. Two kinds of trial may improve but are not counted when they do not: a rung of the buffer ladder
+(autopager.tuner.buffer_ladder), slower below the largest buffer on purpose, and a trial of Ax's initial Sobol design,
+which samples the space before any model has learned from it (counted, a plateau as long as the design ended Ax
+studies on the scans after their Sobol trials, before the model proposed one: results/plateau-replay). ``auto`` (the default) is ``AUTO_TRIALS`` for the
 strategies that search and off for those that enumerate a plan of their own (the grid, the page-size sweep: their
 size is what the user asked for); a number N applies to every strategy; 0 or null is off.
 """
@@ -18,6 +20,7 @@ from autopager.errors import ConfigError
 from autopager.run.goal import Goal
 from autopager.tuner.buffer_ladder import LADDER
 from autopager.tuner.measuring import NOISE_BAND
+from autopager.tuner.strategies.ax import SOBOL
 from autopager.tuner.trial import Kind, Status, Trial
 
 AUTO = "auto"
@@ -38,7 +41,8 @@ def plateau_trials(setting: Any, strategy: str) -> int | None:
 
 def trials_without_improvement(rows: Iterable[Trial], goal: Goal, noise: float) -> int:
     """How many search trials, in trial order, have ended since the last one that improved on the best before it
-    by more than the noise band (all of them, if none has); the buffer ladder's rungs only where they improve."""
+    by more than the noise band (all of them, if none has); the buffer ladder's rungs and Ax's Sobol trials only
+    where they improve."""
     best: float | None = None
     since = 0
     for row in sorted(rows, key=lambda row: row.number):
@@ -53,7 +57,7 @@ def trials_without_improvement(rows: Iterable[Trial], goal: Goal, noise: float) 
                    and abs(row.value - best) > NOISE_BAND * noise * abs(best)):
             best, since = row.value, 0
         else:
-            if row.proposed_by != LADDER:
+            if row.proposed_by not in (LADDER, SOBOL):
                 since += 1
             if ok and goal.better(row.value, best):
                 best = row.value  # better within the noise: the bar moves, the count goes on

@@ -10,6 +10,7 @@ from autopager.errors import ConfigError
 from autopager.run.goal import Goal
 from autopager.tuner.stopping import AUTO_TRIALS, plateau_trials, trials_without_improvement
 from autopager.tuner.table import StudyTable
+from autopager.tuner.trial import Kind, Status, Trial
 
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
           "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
@@ -37,6 +38,20 @@ def test_a_plateau_ends_the_search_early_and_the_summary_says_why(tuner_home, ca
     search_rows = [row for row in rows if row.kind != "confirm"]
     assert trials_without_improvement(search_rows, Goal.MINIMIZE, 0.05) == 3
     assert trials_without_improvement(search_rows[:-1], Goal.MINIMIZE, 0.05) == 2
+
+
+def test_ax_sobol_trials_count_only_when_they_improve():
+    # the defaults at 10 s, then Ax's Sobol design and its model's trials, none better than the defaults
+    rows = [Trial(0, Kind.DEFAULT, Status.OK, 10.0, runs=(10.0,))]
+    rows += [Trial(number, Kind.SEARCH, Status.OK, 11.0, proposed_by="Sobol") for number in range(1, 10)]
+    assert trials_without_improvement(rows, Goal.MINIMIZE, 0.05) == 0
+    rows += [Trial(number, Kind.SEARCH, Status.OK, 11.0, proposed_by="MBM") for number in range(10, 13)]
+    assert trials_without_improvement(rows, Goal.MINIMIZE, 0.05) == 3
+    # a Sobol trial that improves still resets the count
+    improving = [rows[0], Trial(1, Kind.SEARCH, Status.OK, 11.0, proposed_by="MBM"),
+                 Trial(2, Kind.SEARCH, Status.OK, 5.0, proposed_by="Sobol"),
+                 Trial(3, Kind.SEARCH, Status.OK, 6.0, proposed_by="MBM")]
+    assert trials_without_improvement(improving, Goal.MINIMIZE, 0.05) == 1
 
 
 def test_plateau_off_runs_the_whole_budget(tuner_home, capsys):
