@@ -78,6 +78,13 @@ class Variant:
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
 
+    def command(self, workload: Workload) -> list[str]:
+        """The command its runs run, in its build's environment (a transparent workload's names that preload)."""
+        if not self.pager:
+            return workload.kernel_mmap().argv()
+        with environment_with({**build_environment(self.programs), **self.settings}):
+            return workload.argv()
+
 
 def build_environment(directory: Path | None) -> dict[str, str]:
     """The variables that run the build whose workload programs are in ``directory`` (None: the environment's):
@@ -179,7 +186,7 @@ def run_once(workload: Workload, variant: Variant, limit: int, timeout: float, p
             result = variant.run(workload, limit, timeout)
     else:
         result = variant.run(workload, limit, timeout)
-    command = workload.argv() if variant.pager else workload.kernel_mmap().argv()
+    command = variant.command(workload)
     return {"workload": workload.name, "variant": variant.label, "params": variant.params, "limit": limit,
             "load": load, "command": " ".join(command), "wall": result.wall_seconds, "metric": workload.metric,
             "value": result.value if result.ok else None, "error": result.error or None, "stats": result.stats,

@@ -45,7 +45,7 @@ from autopager.run.goal import Goal
 from autopager.run.workloads import Workload
 from autopager.tuner.confirmation import outcome, recorded_candidates
 from autopager.tuner.measuring import NOISE_BAND, defaults_runs, measured_defaults, relative_noise
-from autopager.tuner.stopping import AUTO_TRIALS, plateau_stop
+from autopager.tuner.stopping import AUTO, plateau_stop, plateau_trials
 from autopager.tuner.study import Study
 from autopager.tuner.trial import Kind
 from experiments import stop_on_termination
@@ -199,7 +199,8 @@ def replay_rows(directories: list[Path], plateau: int) -> list[list]:
         study = load_study(directory)
         whole = study and study.confirmed()
         if not whole:
-            rows.append([str(directory), None, None, None, confirmed_text(study), None, None, None])
+            why = "no study's table here" if study is None else confirmed_text(study)
+            rows.append([str(directory), None, None, None, why, None, None, "not known"])
             continue
         goal, trials = Goal.parse(study.goal), searched(study)
         stop = replayed_stop(study, plateau)
@@ -326,7 +327,14 @@ def main(argv: list[str] | None = None) -> int:
     warm, plateau = ([name for name in text.split(",") if name] for text in (args.warm, args.plateau))
     command = " ".join(["python3 -m experiments.warm_and_plateau", *map(shlex.quote, argv or sys.argv[1:])])
     if args.replay:
-        setting = AUTO_TRIALS if args.plateau_setting == "auto" else int(args.plateau_setting)
+        try:
+            setting = plateau_trials(args.plateau_setting if args.plateau_setting == AUTO else
+                                     int(args.plateau_setting), "ax")
+        except (ValueError, ConfigError):
+            sys.exit(f"warm_and_plateau: --plateau-setting must be a whole number >= 1 or auto, "
+                     f"not {args.plateau_setting!r}")
+        if setting is None:
+            sys.exit("warm_and_plateau: --replay needs a plateau (--plateau-setting >= 1 or auto)")
         args.out.mkdir(parents=True, exist_ok=True)
         print(f"warm_and_plateau: {write_replay_page(args.out, args.replay, setting, command)}")
         return 0
