@@ -74,7 +74,7 @@ class Variant:
         if not self.pager:
             with read_ahead_of_disk(workload.data_dir, self.read_ahead_kib):
                 return Runner(workload.kernel_mmap(), memory_limit=limit).measure({}, timeout)
-        with environment_with({**build_environment(self.programs), **self.settings}):
+        with environment_with(self.environment()):
             return Runner(workload, memory_limit=limit).measure({"buffer_size": workload.buffer_size,
                                                                  **self.params}, timeout)
 
@@ -82,8 +82,12 @@ class Variant:
         """The command its runs run, in its build's environment (a transparent workload's names that preload)."""
         if not self.pager:
             return workload.kernel_mmap().argv()
-        with environment_with({**build_environment(self.programs), **self.settings}):
+        with environment_with(self.environment()):
             return workload.argv()
+
+    def environment(self) -> dict[str, str]:
+        """The variables its pager runs run with: its build's, then its settings."""
+        return {**build_environment(self.programs), **self.settings}
 
 
 def build_environment(directory: Path | None) -> dict[str, str]:
