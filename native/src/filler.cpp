@@ -96,7 +96,6 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   }
   const bool by_write = (fault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
   const FillRequest request = FillRequest::fault(by_write, fault.thread);
-  if (!by_write) read_converging_block(region, page, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
   if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
   pool_.queue_read_ahead(region, page);
@@ -104,23 +103,6 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);
   record_service(fault.read_at);
   return true;
-}
-
-void Filler::read_converging_block(const RegionPtr& region, std::uint64_t page, pid_t thread) {
-  const PageBlock block = pool_.converging_block(region, page, thread);
-  if (block.count == 1) return;
-  // The fault's page leads the run of the pages from it on, so that the thread resumes with them all in; where
-  // no run slot is free now it is read alone, as usual, and the whole block follows as prefetch.
-  const std::uint64_t end = block.first + block.count;
-  const PageRun from_fault{region, page, std::min(end - page, region->read_ahead.run_pages()), 1, true};
-  if (from_fault.count < 2 || !start_speculative(from_fault, MayBlock::kNo)) {
-    pool_.queue_block(region, page, block);
-    return;
-  }
-  StatsCounters::add(stats_.read_around_pages, from_fault.count - 1);
-  pool_.queue_block(region, page, PageBlock{block.first, page - block.first});
-  const std::uint64_t after = page + from_fault.count;  // a block longer than a run: its pages past the run
-  if (after < end) pool_.queue_block(region, after - 1, PageBlock{after, end - after});
 }
 
 bool Filler::start_speculative(const PageRun& run, MayBlock may_block) {

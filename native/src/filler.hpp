@@ -98,9 +98,6 @@ class Filler {
   // A demand fill's units of the buffer for a page of `region`; never sleeps for them while this filler's own
   // reads are in flight. False when they cannot be had (Paging::reserve_slot), or once the region is closing.
   bool reserve_slot(const Region& region);
-  // A read fault of `thread` on `page` that closes in on a spot reads the block its next probes fall in
-  // (converging_faults.hpp), its own page with the pages after it as one run.
-  void read_converging_block(const RegionPtr& region, std::uint64_t page, pid_t thread);
   // Claims a run's pages and reads them into a free run slot: queued in the ring, or in place.
   void start_run(const PageRun& run);
   void finish_read(const ReadQueue::Completion& completion);

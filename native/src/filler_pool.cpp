@@ -248,17 +248,6 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 
-PageBlock FillerPool::converging_block(const RegionPtr& region, std::uint64_t page, pid_t thread) {
-  const std::uint64_t most = std::min(config_.read_around, ConvergingFaults::kMostBlockBytes) / region->page_size;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return converging_.fault(thread, region.get(), page, region->page_count, most, config_.read_ahead + 1);
-}
-
-void FillerPool::queue_block(const RegionPtr& region, std::uint64_t page, const PageBlock& block) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  queue_read_around(region, page, block);
-}
-
 void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, const PageBlock& block) {
   const std::uint64_t run = region->read_ahead.run_pages();
   const std::size_t queued = speculative_.size();
@@ -270,7 +259,7 @@ void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, 
     speculative_.push_back(PageRun{region, end - 1, count, -1, true});
     end -= count;
   }
-  for (std::size_t i = queued; i < speculative_.size(); ++i) StatsCounters::add(stats_.read_around_pages, speculative_[i].count);
+  StatsCounters::add(stats_.read_around_pages, block.count - 1);
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "autopager/config.hpp"
-#include "converging_faults.hpp"
 #include "filler.hpp"
 #include "paging.hpp"
 #include "read_around.hpp"
@@ -46,11 +45,6 @@ class FillerPool {
   // meanwhile: the block around it when it starts a stream in a region that fits in the buffer's room
   // (read_around.hpp), else its stream's read-ahead (read_ahead.hpp).
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
-  // The block a read fault of `thread` on `page` reads with its page: more than the page when the thread is
-  // closing in on a spot (converging_faults.hpp; at most `read_around` bytes).
-  PageBlock converging_block(const RegionPtr& region, std::uint64_t page, pid_t thread);
-  // The pages of `block` but `page`, queued in runs read as prefetch is.
-  void queue_block(const RegionPtr& region, std::uint64_t page, const PageBlock& block);
   // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
   // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its
@@ -88,7 +82,6 @@ class FillerPool {
   std::condition_variable idle_;
   std::deque<Fault> faults_;
   std::deque<PageRun> speculative_;
-  ConvergingFaults converging_;
   bool reader_active_ = false;
   unsigned idle_fillers_ = 0;
   bool stopped_ = false;
