@@ -60,7 +60,8 @@ class Pager:
     buffer_size (bytes or "512MiB"), evict_high_water, evict_low_water, evict_retain (percent), eviction (the policy:
     "fifo", the default, "hotfifo", "s3fifo" or "clock"), read_ahead (reads),
     read_ahead_run (bytes, or "4MiB": the largest read-ahead read), read_around (bytes: the most read around a
-    fault that starts no stream in an array that fits in the buffer; 0: its page alone),
+    fault that starts no stream in an array that fits in the buffer, and up to 128 KiB around a thread's faults
+    closing in on a spot out of core, as a binary search's do; 0: its page alone),
     max_fault_events, direct_io (1, the default: the files of memmap arrays are read and written with O_DIRECT
     where the file system allows, not through the kernel's page cache; 0: through it), compression ("none",
     "lz4", "zstd": how the pages of arrays on NBD exports are stored), huge_pages ("off", the default, "on",

@@ -98,7 +98,7 @@ bool Filler::start_fault(const Fault& fault, MayBlock may_block) {
   const FillRequest request = FillRequest::fault(by_write, fault.thread);
   Start how = queue_fill(region, page, request, fault.read_at);
   if (how == Start::kInPlace && may_block == MayBlock::kNo) return false;
-  pool_.queue_read_ahead(region, page);
+  pool_.queue_read_ahead(region, page, request);
   if (how == Start::kQueued) return true;  // its service time is recorded when the read completes
   if (how == Start::kNotNeeded || !fill_in_place(region, page, request)) paging_.wake_unless_filling(*region, page);
   record_service(fault.read_at);

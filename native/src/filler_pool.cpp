@@ -224,9 +224,14 @@ PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, 
   return PageRun{region, lead, std::min(reads.run, room), direction};
 }
 
-void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
+void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
   std::lock_guard<std::mutex> lock(mutex_);
   const ReadAheadStreams::Reads reads = region->read_ahead.fault(page);
+  const std::uint64_t most_converging = std::min(config_.read_around, ConvergingFaults::kMostBlockBytes) / region->page_size;
+  const PageBlock converging =
+      request.for_write ? PageBlock{page, 1}
+                        : converging_.fault(request.thread, region.get(), page, region->page_count, most_converging,
+                                            config_.read_ahead + 1);
   const std::uint64_t around = config_.read_around / region->page_size;
   if (reads.starts && around > 1 && paging_.has_room(*region, around)) {
     const PageBlock block = block_around(page, region->page_count, around);
@@ -234,7 +239,10 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page) {
     queue_read_around(region, page, block);
     return;
   }
-  if (reads.direction == ReadAheadStreams::Direction::kNone) return;
+  if (reads.direction == ReadAheadStreams::Direction::kNone) {
+    if (converging.count > 1) queue_read_around(region, page, converging);
+    return;
+  }
   const int towards = static_cast<int>(reads.direction);
   const std::uint64_t run = reads.run;
   const std::uint64_t room = towards > 0 ? region->page_count - 1 - page : page;
@@ -259,7 +267,7 @@ void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, 
     speculative_.push_back(PageRun{region, end - 1, count, -1, true});
     end -= count;
   }
-  StatsCounters::add(stats_.read_around_pages, block.count - 1);
+  for (std::size_t i = queued; i < speculative_.size(); ++i) StatsCounters::add(stats_.read_around_pages, speculative_[i].count);
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 

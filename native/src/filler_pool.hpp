@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autopager/config.hpp"
+#include "converging_faults.hpp"
 #include "filler.hpp"
 #include "paging.hpp"
 #include "read_around.hpp"
@@ -41,10 +42,11 @@ class FillerPool {
 
   void prefetch(PageRef page);
 
-  // For the fillers. What a fault reads beyond its page, queued as its read starts, so that those pages are read
-  // meanwhile: the block around it when it starts a stream in a region that fits in the buffer's room
-  // (read_around.hpp), else its stream's read-ahead (read_ahead.hpp).
-  void queue_read_ahead(const RegionPtr& region, std::uint64_t page);
+  // For the fillers. What the fault `request` on `page` reads beyond its page, queued as its read starts, so that
+  // those pages are read meanwhile: the block around it when it starts a stream in a region that fits in the
+  // buffer's room (read_around.hpp), else its stream's read-ahead (read_ahead.hpp), else, for a read fault of a
+  // thread closing in on a spot, the block its next probes fall in (converging_faults.hpp).
+  void queue_read_ahead(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
   // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its
@@ -82,6 +84,7 @@ class FillerPool {
   std::condition_variable idle_;
   std::deque<Fault> faults_;
   std::deque<PageRun> speculative_;
+  ConvergingFaults converging_;
   bool reader_active_ = false;
   unsigned idle_fillers_ = 0;
   bool stopped_ = false;

@@ -7,7 +7,7 @@
 // sequence). Out of core a block pays only for faults clustered within it, and evicts a resident page for each
 // page it adds: binary-search lookups in 1 GiB through a 256 MiB buffer read 7x the bytes and ran at half the
 // rate when blocks were chosen by how far later faults fell from sampled ones, so there a fault reads its page
-// and streams alone grow the unit (read_ahead.hpp).
+// and streams alone grow the unit (read_ahead.hpp), but for a thread closing in on a spot (converging_faults.hpp).
 #pragma once
 
 #include <algorithm>

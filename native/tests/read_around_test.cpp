@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "converging_faults.hpp"
 #include "read_ahead.hpp"
 #include "read_around.hpp"
 
@@ -48,6 +49,38 @@ TEST(ReadAround, AStreamGoesOnFromTheBlockReadAroundItsFirstFault) {
   ReadAheadStreams again(2, 256, 16384);
   EXPECT_TRUE(again.fault(500).starts);
   EXPECT_FALSE(again.fault(500).starts);
+}
+
+// A binary search's faults close in: once a thread faults nearer its previous fault than that one fell to the fault
+// before it, it reads the block within that distance on both sides, where its remaining probes fall.
+TEST(ConvergingFaults, AThreadClosingInReadsTheBlockItsNextProbesFallIn) {
+  ConvergingFaults faults;
+  int region = 0;
+  const std::uint64_t pages = 1 << 20;
+  EXPECT_EQ(faults.fault(7, &region, 500000, pages, 32, 3).count, 1u);  // a first fault: nothing to go by
+  EXPECT_EQ(faults.fault(7, &region, 600000, pages, 32, 3).count, 1u);  // far: a random fault
+  const PageBlock block = faults.fault(7, &region, 600010, pages, 32, 3);
+  EXPECT_EQ(block.first, 600000u);
+  EXPECT_EQ(block.count, 21u);
+  EXPECT_EQ(faults.fault(7, &region, 600010, pages, 32, 3).count, 1u);  // its fault again: nothing more
+  EXPECT_EQ(faults.fault(7, &region, 600005, pages, 32, 3).count, 11u);  // closer still
+}
+
+TEST(ConvergingFaults, StridesOtherThreadsAndFarFaultsReadNothingMore) {
+  ConvergingFaults faults;
+  int region = 0, other_region = 0;
+  const std::uint64_t pages = 1 << 20;
+  faults.fault(7, &region, 1000, pages, 32, 3);
+  EXPECT_EQ(faults.fault(7, &region, 1040, pages, 32, 3).count, 1u);  // a block of 81 pages: more than 32
+  EXPECT_EQ(faults.fault(7, &region, 1050, pages, 32, 3).count, 21u);
+  EXPECT_EQ(faults.fault(7, &region, 1060, pages, 32, 3).count, 1u);  // as far again: a stride
+  EXPECT_EQ(faults.fault(7, &region, 1070, pages, 32, 3).count, 1u);
+  faults.fault(8, &region, 5000, pages, 32, 3);
+  EXPECT_EQ(faults.fault(9, &region, 5002, pages, 32, 3).count, 1u);        // another thread's fault
+  EXPECT_EQ(faults.fault(8, &other_region, 5001, pages, 32, 3).count, 1u);  // another region's
+  EXPECT_EQ(faults.fault(8, &other_region, 5000, pages, 0, 3).count, 1u);   // blocks off
+  faults.fault(8, &region, 9000, pages, 32, 3);
+  EXPECT_EQ(faults.fault(8, &region, 9003, pages, 32, 3).count, 1u);  // a stream's next fault
 }
 
 }  // namespace
