@@ -139,8 +139,12 @@ TEST(ReadFaults, ReadAheadReadsSmallPagesARunARequest) {
   for (std::size_t i = 0; i < pages * page; i += 64) wrong += bytes[i] != testing::pattern_byte(i, 1);
   EXPECT_EQ(wrong, 0u);
   const Stats s = pager.stats();
-  EXPECT_EQ(s.fills, pages) << s.to_json();
-  EXPECT_EQ(s.bytes_read, pages * page);
+  // Every page read once, but for a read-ahead run that a lagging filler reads only once the scan's newest fault
+  // lies within it (ThreadSanitizer under ctest -j2): `passed` keeps such a run, and its pages behind the fault,
+  // touched already and possibly evicted since, are read again (7 pages of 4096, once in CI). At most a run's.
+  EXPECT_GE(s.fills, pages) << s.to_json();
+  EXPECT_LE(s.fills, pages + run) << s.to_json();
+  EXPECT_EQ(s.bytes_read, s.fills * page);
   // The faults' own reads (a page each) and runs, some cut short by a page a fault brought in first: a
   // few times pages / run requests, where a page a request would be `pages`. Mostly 180-600; a scan that
   // outruns its read-ahead (the window is an eighth of the buffer) makes more of the runs short, up to ~1,050
