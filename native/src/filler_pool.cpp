@@ -267,7 +267,7 @@ void FillerPool::queue_read_around(const RegionPtr& region, std::uint64_t page, 
     speculative_.push_back(PageRun{region, end - 1, count, -1, true});
     end -= count;
   }
-  for (std::size_t i = queued; i < speculative_.size(); ++i) StatsCounters::add(stats_.read_around_pages, speculative_[i].count);
+  StatsCounters::add(stats_.read_around_pages, block.count - 1);
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
 
