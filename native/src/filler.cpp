@@ -140,7 +140,7 @@ void Filler::start_run(const PageRun& run) {
   // A store the ring cannot read (memory, a read across two files) is read in place.
   if (reads_.available() && region.store->locate(data, bytes, region.page_offset(first), extent)) {
     const unsigned id = run_read_base_ + slot;
-    pending_[id] = PendingRead{run.region, first, count, run.lead, run.count, FillRequest::speculative(),
+    pending_[id] = PendingRead{run.region, first, count, run.lead, FillRequest::speculative(),
                                std::chrono::steady_clock::now(), extent.length};
     reads_.read(id, data, extent.fd, extent.offset, extent.length);
     return;
@@ -148,7 +148,7 @@ void Filler::start_run(const PageRun& run) {
   const ssize_t got = Paging::read_store(*region.store, data, bytes, region.page_offset(first), 1);
   paging_.finish_run(run.region, first, count, data, got);
   run_slots_->release(slot);
-  pool_.continue_read_ahead(run.region, run.lead, run.count);
+  pool_.continue_read_ahead(run.region, run.lead);
 }
 
 Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, const FillRequest& request,
@@ -166,7 +166,7 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
     slots_.release(slot);
     return Start::kNotNeeded;
   }
-  pending_[slot] = PendingRead{region, page, 1, page, 1, request, read_at, extent.length};
+  pending_[slot] = PendingRead{region, page, 1, page, request, read_at, extent.length};
   reads_.read(slot, slots_.buffer(slot), extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
@@ -223,7 +223,7 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
   if (run_slot) paging_.finish_run(read.region, read.page, read.count, data, got);
   else paging_.finish(read.region, read.page, read.request, data, got);
   if (read.request.demand) record_service(read.read_at);
-  else pool_.continue_read_ahead(read.region, read.lead, read.run);
+  else pool_.continue_read_ahead(read.region, read.lead);
   read.region.reset();
   if (run_slot) run_slots_->release(completion.slot - run_read_base_);
   else slots_.release(completion.slot);

@@ -81,8 +81,7 @@ class Filler {
     RegionPtr region;
     std::uint64_t page = 0;   // the first
     std::uint64_t count = 1;  // pages; more than one only through a run slot
-    std::uint64_t lead = 0;   // of a speculative read: the page whose stream goes on (PageRun),
-    std::uint64_t run = 1;    // and the pages its run was to cover
+    std::uint64_t lead = 0;   // of a speculative read: the page whose stream goes on (PageRun)
     FillRequest request;
     std::chrono::steady_clock::time_point read_at;
     std::size_t requested = 0;

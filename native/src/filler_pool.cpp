@@ -220,8 +220,9 @@ bool FillerPool::fills_are_fast() const {
 
 PageRun FillerPool::read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads) {
   const int direction = static_cast<int>(reads.direction);
+  const std::uint64_t to_edge = direction > 0 ? reads.run - lead % reads.run : lead % reads.run + 1;
   const std::uint64_t room = direction > 0 ? region->page_count - lead : lead + 1;
-  return PageRun{region, lead, std::min(reads.run, room), direction};
+  return PageRun{region, lead, std::min(to_edge, room), direction};
 }
 
 void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, const FillRequest& request) {
@@ -244,14 +245,18 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, c
     return;
   }
   const int towards = static_cast<int>(reads.direction);
-  const std::uint64_t run = reads.run;
-  const std::uint64_t room = towards > 0 ? region->page_count - 1 - page : page;
   const std::size_t queued = speculative_.size();
-  for (std::uint64_t i = 0; i < region->read_ahead.reads_per_fault() && 1 + i * run <= room; ++i) {
-    const std::uint64_t lead = towards > 0 ? page + 1 + i * run : page - 1 - i * run;
+  // Runs to their blocks' edges (read_ahead.hpp), as many as cover the read_ahead runs' pages past the fault.
+  const std::uint64_t first = towards > 0 ? page + 1 : page - 1;  // beyond the region at its ends
+  for (std::uint64_t covered = 0; covered < region->read_ahead.reads_per_fault() * reads.run;) {
+    const std::uint64_t lead = towards > 0 ? first + covered : first - covered;
+    if (covered > first && towards < 0) break;
+    if (lead >= region->page_count) break;
+    const PageRun next = read_ahead_run(region, lead, reads);
+    covered += next.count;
     // A run's pages are looked at when it is read (Paging::claim_run).
-    if (run == 1 && region->state(lead) != PageState::kAbsent) continue;
-    speculative_.push_back(read_ahead_run(region, lead, reads));
+    if (next.count == 1 && region->state(lead) != PageState::kAbsent) continue;
+    speculative_.push_back(next);
   }
   if (speculative_.size() > queued && idle_fillers_ > 0) idle_.notify_all();
 }
@@ -277,11 +282,11 @@ bool FillerPool::read_ahead_passed(const PageRun& run, std::uint64_t first, std:
   return run.region->read_ahead.passed(first, count, run.direction);
 }
 
-void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run) {
+void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::uint64_t next = 0;
   ReadAheadStreams::Reads reads;
-  if (!region->read_ahead.next_after(lead, run, next, reads) || next >= region->page_count) return;
+  if (!region->read_ahead.next_after(lead, next, reads) || next >= region->page_count) return;
   if (reads.run == 1 && region->state(next) != PageState::kAbsent) return;
   speculative_.push_back(read_ahead_run(region, next, reads));
   if (idle_fillers_ > 0) idle_.notify_one();

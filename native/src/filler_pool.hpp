@@ -47,11 +47,12 @@ class FillerPool {
   // buffer's room (read_around.hpp), else its stream's read-ahead (read_ahead.hpp), else, for a read fault of a
   // thread closing in on a spot, the block its next probes fall in (converging_faults.hpp).
   void queue_read_ahead(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
-  // The read-ahead run from `lead` that `reads` says, fewer pages at the region's end.
+  // The read-ahead run from `lead` that `reads` says: to the edge of its block of `reads.run` pages, fewer at the
+  // region's end.
   static PageRun read_ahead_run(const RegionPtr& region, std::uint64_t lead, const ReadAheadStreams::Reads& reads);
-  // A read-ahead read of a run of `run` pages led by `lead` (PageRun) completed: the next read of its
-  // stream, if it goes on (read_ahead.hpp).
-  void continue_read_ahead(const RegionPtr& region, std::uint64_t lead, std::uint64_t run);
+  // A read-ahead read of the run led by `lead` (PageRun) completed: the next read of its stream, if it goes on
+  // (read_ahead.hpp).
+  void continue_read_ahead(const RegionPtr& region, std::uint64_t lead);
   // Whether the scan that `run` reads ahead of has gone past its pages [first, first + count) (read_ahead.hpp).
   bool read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count);
   // How long a demand fill in place took, for the moving average fills_are_fast() reads.

@@ -98,15 +98,16 @@ void ReadAheadStreams::read_around(std::uint64_t page, std::uint64_t first, std:
   }
 }
 
-bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const {
+bool ReadAheadStreams::next_after(std::uint64_t page, std::uint64_t& next, Reads& reads) const {
   if (read_ahead_ == 0) return false;
-  const std::uint64_t step = std::uint64_t{read_ahead_} * run;
   for (const Stream& s : streams_) {
     if (s.window <= read_ahead_ || s.direction == 0 || !s.ahead(page, s.direction, s.window)) continue;
-    if (s.direction < 0 && page < step) return false;
-    next = s.direction > 0 ? page + step : page - step;
-    reads = Reads{static_cast<Direction>(s.direction), run_of(s)};
-    return s.ahead(next, s.direction, s.window);
+    const std::uint64_t run = run_of(s), block = page / run;
+    if (s.direction < 0 && block < read_ahead_) return false;
+    next = s.direction > 0 ? (block + read_ahead_) * run : (block - read_ahead_) * run + run - 1;
+    reads = Reads{static_cast<Direction>(s.direction), run};
+    const std::uint64_t far_end = s.direction > 0 ? next + run - 1 : next + 1 - run;
+    return s.ahead(far_end, s.direction, s.window);
   }
   return false;
 }

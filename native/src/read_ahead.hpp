@@ -12,6 +12,10 @@
 // never a backward one (a reverse cursor, a descending merge).
 // Where pages are small, a stream's reads grow into runs of pages read with one request (page_memory.hpp):
 // one page each at first, then, as each sequential fault doubles the window, larger, up to `run_pages`.
+// A stream's runs are the region's blocks of that many pages (a fault queues the runs from it to its block's
+// edge and on, as many as cover `read_ahead` runs): the reads a fault queues and those its stream's completed
+// reads start then claim the same blocks, whole or not at all. Runs led by any page instead overlapped those in
+// flight and claimed their remnants (an LMDB scan read 162 KiB a request where runs were 1 MiB).
 // The first reads stay small because a stream is a guess: a binary search's last probes fall a page or two
 // apart and look like one, and reading a megabyte at each would multiply its reads. So with the default page of
 // read-only regions (the system page, config.hpp) the unit a fault reads follows the faults: a block for a fault
@@ -64,9 +68,10 @@ class ReadAheadStreams {
   // The fault on `page` that just started a stream read pages [first, first + count) around it: the stream goes
   // on from a fault just past either end, with a window as wide as what was read.
   void read_around(std::uint64_t page, std::uint64_t first, std::uint64_t count);
-  // A read-ahead read of `run` pages completed, `page` the one nearest the fault: true, with that page of
-  // the next read and what it reads, when its stream goes on.
-  bool next_after(std::uint64_t page, std::uint64_t run, std::uint64_t& next, Reads& reads) const;
+  // A read-ahead read completed, `page` the one of its run nearest the fault: true, with the first page of the
+  // next read and what it reads, when its stream goes on. The next read is the block of `reads.run` pages
+  // `read_ahead` blocks on from `page`'s.
+  bool next_after(std::uint64_t page, std::uint64_t& next, Reads& reads) const;
   // Whether a stream in `direction` has faulted past pages [first, first + count) and no stream has any of
   // them ahead: a read of them that waited (queued, or its filler not running) while the scan went on
   // would bring back pages it is done with, evicted meanwhile.

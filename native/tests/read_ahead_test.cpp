@@ -58,6 +58,27 @@ TEST(ReadAheadDecision, RunsGrowAlongABackwardScan) {
   EXPECT_EQ(run, kRunPages);
 }
 
+// A stream's completed reads go on to whole blocks of its run, read_ahead blocks on from the block of the read's
+// page, whatever page of its block that read began at: reads begun at different pages of one block go on to one
+// block, which the first to claim it reads whole.
+TEST(ReadAheadDecision, ReadsGoOnInWholeBlocks) {
+  for (int towards : {1, -1}) {
+    ReadAheadStreams s = streams();
+    std::uint64_t page = 100000;
+    for (int i = 0; i < 20; ++i, page += towards) s.fault(page);
+    const std::uint64_t fault = page - towards;
+    std::uint64_t next = 0;
+    ReadAheadStreams::Reads reads;
+    for (std::uint64_t from : {fault + towards, fault + towards * 37, fault + towards * 200}) {
+      ASSERT_TRUE(s.next_after(from, next, reads)) << from;
+      EXPECT_EQ(reads.run, kRunPages);
+      const std::uint64_t block = from / kRunPages;
+      EXPECT_EQ(next, towards > 0 ? (block + kReadAhead) * kRunPages : (block - kReadAhead + 1) * kRunPages - 1)
+          << from;
+    }
+  }
+}
+
 // Three scans at once (a merge), with a random fault after each of their steps: each keeps its stream and grows.
 TEST(ReadAheadDecision, InterleavedStreamsGrowAmongRandomFaults) {
   ReadAheadStreams s = streams();
@@ -89,25 +110,26 @@ TEST(ReadAheadDecision, RunsShrinkWhenThePatternTurnsRandom) {
   EXPECT_EQ(again.run, 1u);
 }
 
-// How far ahead of its newest fault `fault` a forward stream reads: the farthest page its completed reads (a
-// page each) go on to.
+// How far ahead of its newest fault `fault` a forward stream reads: the last page of the farthest block its
+// completed reads go on to.
 std::uint64_t reach_of(const ReadAheadStreams& s, std::uint64_t fault) {
-  std::uint64_t page = fault + 1, next = 0;
+  std::uint64_t page = fault + 1, end = page, next = 0;
   ReadAheadStreams::Reads reads;
-  while (s.next_after(page, 1, next, reads)) page = next;
-  return page - fault;
+  for (; s.next_after(page, next, reads); page = next) end = next + reads.run - 1;
+  return end - fault;
 }
 
 // A stream alone grows to the most window; streams in use at once share the shared window evenly, the first
-// one's window shrinking to its share as the others start.
+// one's window shrinking to its share as the others start. A chain of reads steps read_ahead blocks of kRun
+// pages at a time, and stops at the first block that would end beyond the window.
 TEST(ReadAheadDecision, StreamsInUseShareTheirWindow) {
-  constexpr std::uint64_t kMost = 1024, kShared = 1536;
-  ReadAheadStreams alone(kReadAhead, kRunPages, kMost, kShared);
+  constexpr std::uint64_t kMost = 1024, kShared = 1536, kRun = 16;
+  ReadAheadStreams alone(kReadAhead, kRun, kMost, kShared);
   for (std::uint64_t page = 1000; page < 1030; ++page) alone.fault(page);
-  EXPECT_GE(reach_of(alone, 1029), kMost - kReadAhead);
+  EXPECT_GT(reach_of(alone, 1029), kMost - kReadAhead * kRun);
   EXPECT_LE(reach_of(alone, 1029), kMost);
 
-  ReadAheadStreams three(kReadAhead, kRunPages, kMost, kShared);
+  ReadAheadStreams three(kReadAhead, kRun, kMost, kShared);
   const std::uint64_t starts[] = {100000, 500000, 900000};
   for (std::uint64_t step = 0; step < 30; ++step) {
     three.fault(starts[0] + step);
@@ -116,7 +138,7 @@ TEST(ReadAheadDecision, StreamsInUseShareTheirWindow) {
   }
   for (std::uint64_t start : starts) {
     EXPECT_LE(reach_of(three, start + 29), kShared / 3) << start;
-    EXPECT_GE(reach_of(three, start + 29), kShared / 3 - kReadAhead) << start;
+    EXPECT_GT(reach_of(three, start + 29), kShared / 3 - kReadAhead * kRun) << start;
   }
 }
 
