@@ -247,10 +247,9 @@ void FillerPool::queue_read_ahead(const RegionPtr& region, std::uint64_t page, c
   const int towards = static_cast<int>(reads.direction);
   const std::size_t queued = speculative_.size();
   // Runs to their blocks' edges (read_ahead.hpp), as many as cover the read_ahead runs' pages past the fault.
-  const std::uint64_t first = towards > 0 ? page + 1 : page - 1;  // beyond the region at its ends
+  const std::uint64_t first = towards > 0 ? page + 1 : page - 1;  // beyond the region at its ends (wraps at page 0)
   for (std::uint64_t covered = 0; covered < region->read_ahead.reads_per_fault() * reads.run;) {
     const std::uint64_t lead = towards > 0 ? first + covered : first - covered;
-    if (covered > first && towards < 0) break;
     if (lead >= region->page_count) break;
     const PageRun next = read_ahead_run(region, lead, reads);
     covered += next.count;
