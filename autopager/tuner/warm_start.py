@@ -1,11 +1,17 @@
 """Warm start (``warm_start=STUDY_DIR_OR_PROFILE``): the new study measures first the best points of an earlier
 study, or a profile's parameters, and its strategy goes on from them.
 
-The seeds are the earlier study's best ``SEEDS`` distinct ``ok`` search trials (its defaults aside: this study
-measures its own), or the one point of a profile. Each is moved into this study: where the two studies' buffers
+The seeds are at most ``SEEDS`` points: the earlier study's best distinct ``ok`` search trials (its defaults aside:
+this study measures its own), or the one point of a profile. Each is moved into this study: where the two studies' buffers
 differ (the small-to-large transfer), a searched ``buffer_size`` is scaled by the ratio of this study's
 ``workload.buffer_size`` to the earlier one's; then every searched parameter takes the space's sampled value
 nearest to the seed's, and every other parameter this study's own value. Seeds that land on one point are one.
+
+Across sizes, each seed is measured twice: as it was and with this study's own watermarks (``evict_high_water``,
+``evict_low_water``, their values in the defaults). The watermarks set how far eviction empties the buffer, and what
+that evicts depends on what is hot in the data, which changes with its size: lookup's small study (1 GiB of data,
+a 256 MiB buffer) had all its best points at a low watermark of 10%; at 4 GiB they ran at 0.66-0.82x the cold
+study's best, found at low watermarks of 80-90% (results/warm-start-4gib).
 
 The seeds are run here, as this study's first search trials (they count against its budget; the table's
 ``proposed_by`` is ``warm:<origin>``): the earlier study's figures are never taken for this study's, since they
@@ -22,7 +28,7 @@ from typing import Any, Mapping
 import yaml
 
 from autopager.errors import ConfigError
-from autopager.parameters import parse_size
+from autopager.parameters import HIGH, LOW, parse_size
 from autopager.profiles import ProfileError, find_profile, looks_like_path
 from autopager.run.goal import Goal
 from autopager.tuner.space import Params, Space
@@ -31,7 +37,7 @@ from autopager.tuner.study_directory import CONFIG, TABLE
 from autopager.tuner.table import StudyTable
 from autopager.tuner.trial import Kind, Status
 
-SEEDS = 5         # the earlier study's best trials that seed this one
+SEEDS = 5         # the points that seed this one at most
 ORIGIN = "warm:"  # proposed_by of a seed's trial: warm:<the earlier study's directory or the profile's name>
 
 
@@ -46,6 +52,9 @@ def _study_seeds(directory: Path, goal: Goal) -> tuple[list[Params], int | None]
             if row.kind is Kind.SEARCH and row.status is Status.OK]
     rows.sort(key=lambda row: goal.loss(row.value))
     return [dict(row.params) for row in rows], _buffer(((config or {}).get("workload") or {}).get("buffer_size"))
+
+
+WATERMARKS = (HIGH, LOW)  # measured beside each seed at this study's own values when the size differs
 
 
 def moved(params: Mapping[str, Any], space: Space, ratio: float | None) -> Params | None:
@@ -72,6 +81,12 @@ def moved(params: Mapping[str, Any], space: Space, ratio: float | None) -> Param
     return point if space.feasible(point) else None
 
 
+def with_own_watermarks(point: Params, space: Space) -> Params:
+    """``point`` with the watermarks this study starts from (its defaults' in the space) where they are searched."""
+    start = space.start()
+    return {**point, **{name: start[name] for name in WATERMARKS if name in space.dimensions}}
+
+
 def seeds(setting: str, space: Space, goal: Goal, buffer_size: int | None, profile_dir: Path) -> tuple[list[Params], str]:
     """The points that seed a study (``warm_start``), moved into its space, and their origin for the table."""
     path = Path(setting).expanduser()
@@ -94,8 +109,11 @@ def seeds(setting: str, space: Space, goal: Goal, buffer_size: int | None, profi
     unique: dict[Key, Params] = {}
     for params in points:
         point = moved(params, space, ratio)
-        if point is not None:
-            unique.setdefault(key(point), point)
+        if point is None:
+            continue
+        for seed in (point, with_own_watermarks(point, space)) if ratio not in (None, 1) else (point,):
+            if len(unique) < SEEDS:
+                unique.setdefault(key(seed), seed)
         if len(unique) == SEEDS:
             break
     return list(unique.values()), origin

@@ -1,6 +1,7 @@
 """Warm start (warm_start=STUDY_DIR_OR_PROFILE): real small studies of the synthetic workload through the CLI, seeded
-from an earlier study or its profile (a study of time against memory: its buffer ladder at the earlier best); and a
-seed moved into a space with a larger buffer."""
+from an earlier study or its profile (a study of time against memory, from a smaller size: the earlier best also at
+this study's own watermarks, its buffer ladder at the earlier best); and a seed moved into a space with a larger
+buffer."""
 import json
 
 import pandas as pd
@@ -9,7 +10,7 @@ from omegaconf import OmegaConf
 from autopager.cli.main import main
 from autopager.tuner.buffer_ladder import LADDER
 from autopager.tuner.space import Space
-from autopager.tuner.warm_start import SEEDS, moved
+from autopager.tuner.warm_start import SEEDS, WATERMARKS, moved
 
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
           "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
@@ -88,9 +89,15 @@ def test_a_warm_study_of_time_against_memory_climbs_its_ladder_at_the_earlier_st
     warm = searched[searched.proposed_by == "warm:synthetic/small"]
     ladder = searched[searched.proposed_by == LADDER]
     assert len(warm) > 0 and warm.trial.max() < ladder.trial.min()  # the seeds first, then the ladder
-    # the seeds' buffer is scaled from the earlier 16MiB to this study's 64MiB: the best seed is the ladder's top
-    # rung, measured once; the other rungs are the best seed at the smaller buffers
+    # the seeds' buffer is scaled from the earlier 16MiB to this study's 64MiB, and across sizes the earlier best
+    # is measured also at this study's own watermarks (the defaults' 90 and 70)
     assert (warm.buffer_size == 64 << 20).all()
+    others = [name for name in SEARCHED if name not in WATERMARKS]
+    assert (warm.iloc[0][SEARCHED].to_numpy() == best[SEARCHED].to_numpy().astype(int)).all()
+    twin = warm.iloc[1]
+    assert (twin[others].to_numpy() == best[others].to_numpy().astype(int)).all()
+    assert (twin.evict_high_water, twin.evict_low_water) == (90, 70)
+    # the earlier best is the ladder's top rung, measured once; the other rungs are it at the smaller buffers
     assert sorted(int(size) >> 20 for size in ladder.buffer_size) == [4, 8, 16, 32]
     assert (ladder[SEARCHED].to_numpy() == best[SEARCHED].to_numpy().astype(int)).all()
     assert len(searched) == 10 and searched.proposed_by.iloc[len(warm) + len(ladder):].isna().all()
