@@ -2,8 +2,8 @@
 study, or a profile's parameters, and its strategy goes on from them.
 
 The seeds are at most ``SEEDS`` points: the earlier study's best distinct ``ok`` search trials (its defaults aside:
-this study measures its own), or the one point of a profile. Each is moved into this study: where the two studies' buffers
-differ (the small-to-large transfer), a searched ``buffer_size`` is scaled by the ratio of this study's
+this study measures its own), or the one point of a profile. Each is moved into this study: where the two studies'
+buffers differ (the small-to-large transfer), a searched ``buffer_size`` is scaled by the ratio of this study's
 ``workload.buffer_size`` to the earlier one's; then every searched parameter takes the space's sampled value
 nearest to the seed's, and every other parameter this study's own value. Seeds that land on one point are one.
 
