@@ -187,7 +187,8 @@ def show(name: str, value: Any) -> str:
 
 
 def show_params(params: Mapping[str, Any]) -> str:
-    return " ".join(f"{name}={show(name, value)}" for name, value in params.items())
+    """``name=value`` pairs; a parameter that is None is left to the pager, and not shown."""
+    return " ".join(f"{name}={show(name, value)}" for name, value in params.items() if value is not None)
 
 
 def parse_value(name: str, value: Any, where: str = "space") -> Any:

@@ -37,7 +37,10 @@ class FirstPoints(Strategy):
         return dict(settings)  # the inner strategy's, checked by it
 
     def planned_trials(self) -> int | None:
-        return self.inner.planned_trials()
+        """The strategy's plan and the points outside its space, which it never proposes or counts."""
+        planned = self.inner.planned_trials()
+        outside = sum(not self.space.contains(params) for params, _ in self.points.values())
+        return None if planned is None else planned + outside
 
     def save(self, directory: Path) -> None:
         self.inner.save(directory)

@@ -26,12 +26,12 @@ def format_value(value: float | None, metric: str) -> str:
     return "-" if value is None else f"{value:.4g} {metric}"
 
 
-def defaults_pages(default: Trial) -> str:
-    """The page size the defaults' run used, as its pager reported it (the pager chooses it when none is given: by
-    region, a read-only one's and a writable one's)."""
-    size = default.params.get("page_size") or default.stats.get("pager_page_size")
-    read_only = default.stats.get("pager_read_only_page_size")
-    if not default.params.get("page_size") and size and read_only and read_only != size:
+def pager_pages(trial: Trial) -> str:
+    """The page size a trial's run used, as its pager reported it (the pager chooses it when none is given, as for
+    the defaults and the buffer ladder's rungs: by region, a read-only one's and a writable one's)."""
+    size = trial.params.get("page_size") or trial.stats.get("pager_page_size")
+    read_only = trial.stats.get("pager_read_only_page_size")
+    if not trial.params.get("page_size") and size and read_only and read_only != size:
         return f", pages of {format_size(read_only)} read-only and {format_size(size)} writable"
     return f", pages of {format_size(size)}" if size else ""
 
@@ -139,8 +139,10 @@ class Progress:
         gain = f" ({Goal.parse(self.goal).speedup(best, default):.2f}x the defaults)" if None not in (best, default) else ""
         of_defaults = trial.kind is Kind.DEFAULT or (trial.kind is Kind.CONFIRM and defaults_trial is not None
                                                      and trial.confirms == defaults_trial)
-        shown = f"defaults{defaults_pages(trial)}" if of_defaults else show_params(
+        shown = f"defaults{pager_pages(trial)}" if of_defaults else show_params(
             {name: trial.params.get(name) for name in self.searched})
+        if not of_defaults and "page_size" in self.searched and trial.params.get("page_size") is None:
+            shown += pager_pages(trial)
         if trial.kind is Kind.REUSED:
             shown += f"  (measured in trial {trial.reused_from}: not run again)"
         self.print(f"{count} {outcome:<22} best {format_value(best, self.metric)}{gain}  {shown}")
@@ -155,10 +157,11 @@ class Progress:
             self.show(f"{label + ':':<26}{text}")
 
     def table(self, trials: list[Trial], names: list[str]) -> None:
-        """The best trials, one a line, best first."""
+        """The best trials, one a line, best first (``pager``: a value left to the pager, as the defaults leave it)."""
         self.show("\nbest trials:")
         header = ["trial", self.metric] + names
-        cells = [[str(trial.number), f"{trial.value:.4g}"] + [show(name, trial.params.get(name)) for name in names]
+        cells = [[str(trial.number), f"{trial.value:.4g}"]
+                 + ["pager" if trial.params.get(name) is None else show(name, trial.params[name]) for name in names]
                  for trial in trials]
         widths = [max(len(column[i]) for column in [header] + cells) for i in range(len(header))]
         for line in [header] + cells:

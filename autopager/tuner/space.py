@@ -225,11 +225,10 @@ class Space:
             return defaults
         return {**defaults, "page_size": chosen}
 
-    def start(self, buffer_size: int | None = None) -> Params:
-        """The defaults moved into the space (at ``buffer_size``, else at their own buffer): the nearest sampled value
-        of each searched parameter (for a page size the defaults leave to the pager, the one it chooses for the
-        buffer's writable regions)."""
-        defaults = {**self.defaults, **({} if buffer_size is None else {"buffer_size": buffer_size})}
+    def start(self) -> Params:
+        """The defaults moved into the space: the nearest sampled value of each searched parameter (for a page size
+        the defaults leave to the pager, the one it chooses for the buffer's writable regions)."""
+        defaults = dict(self.defaults)
         if "page_size" in self.dimensions and "page_size" not in defaults:
             defaults["page_size"] = pager_page_size(defaults.get("buffer_size"))
         params = self.complete({n: d.nearest(defaults.get(n, d.values[0])) for n, d in self.dimensions.items()})

@@ -62,7 +62,7 @@ from autopager.tuner.interrupts import terminate_as_interrupt
 from autopager.tuner.launchers import launcher_settings, make_launcher
 from autopager.tuner.measuring import Proposal, defaults_runs, relative_noise
 from autopager.tuner.memory_front import Objective
-from autopager.tuner.progress import OUTPUTS, Progress, defaults_pages, format_value
+from autopager.tuner.progress import OUTPUTS, Progress, pager_pages, format_value
 from autopager.tuner.scheduler import Scheduler
 from autopager.tuner.search import Search
 from autopager.tuner.space import MMAP as MMAP_SETTING, Space
@@ -214,9 +214,9 @@ class Study:
             points, origin = self.warm_start
             self.progress.print(f"warm start: {len(points)} point(s) from {origin[len(WARM):]} measured first")
         if self.ladder:
-            at = "the warm start's best" if self.ladder_at else "the defaults'"
+            at = "at the warm start's best other parameters" if self.ladder_at else "the defaults at each"
             self.progress.print(f"buffer ladder: {', '.join(format_size(point['buffer_size']) for point in self.ladder)}"
-                                f" measured first, at {at} other parameters")
+                                f" measured first, {at}")
         self.runner.prepare_or_fail(self.progress.print)
 
     def launch_defaults(self) -> InFlight | Trial | None:
@@ -337,7 +337,7 @@ class Study:
                  ("speedup over defaults", f"{'at least ' if reference[1] else ''}{gain:.2f}x (defaults: "
                                            f"{'over ' if reference[1] else ''}{format_value(reference[0], metric)}"
                                            f"{'' if reference[1] else f', {of_runs} during the search'}"
-                                           f"{defaults_pages(default)})")]
+                                           f"{pager_pages(default)})")]
         modelled = strategy.modelled_best()
         if modelled is not None:
             params, mean, sem = modelled

@@ -67,20 +67,21 @@ def test_ax_searches_time_against_memory_after_the_ladder_and_the_chosen_point_i
         tuner_home, capsys):
     study = tuner_home / "outputs/synthetic/ax-size1-buf64MiB"
     assert main(["tune", *COMMON, "strategy=ax", "strategy.initialization_trials=4", "strategy.trials=9",
-                 "objective=metric_and_memory", "select=fastest_within:16MiB", "confirm.rounds=2"]) == 0
+                 "objective=metric_and_memory", "select=fastest_within:8MiB", "confirm.rounds=2"]) == 0
     out = capsys.readouterr().out
     table = pd.read_csv(study / "trials.csv")
     searched = table[table.kind == "search"]
-    assert len(searched) == 9
-    # the ladder first (told to Ax as attached trials), then Ax's own points
-    assert list(searched.proposed_by[:5]) == [LADDER] * 5
-    assert [int(size) >> 20 for size in searched.buffer_size[:5]] == [4, 8, 16, 32, 64]
-    assert set(searched.proposed_by[5:]) <= {"Sobol", "MBM"} and "MBM" in set(searched.proposed_by)
+    # the ladder first: the defaults at each buffer but their own (64MiB), outside Ax's space (the pager's page for
+    # each region, no page size of the space), so run besides Ax's 9 trials; then Ax's own points
+    assert len(searched) == 4 + 9
+    assert list(searched.proposed_by[:4]) == [LADDER] * 4
+    assert [int(size) >> 20 for size in searched.buffer_size[:4]] == [4, 8, 16, 32]
+    assert set(searched.proposed_by[4:]) <= {"CenterOfSearchSpace", "Sobol", "MBM"} and "MBM" in set(searched.proposed_by)
     rows = StudyTable(study / "trials.csv").rows
     points = front(rows, Goal.MINIMIZE)
-    chosen = Selection.parse("fastest_within:16MiB").choose(points, Goal.MINIMIZE)
+    chosen = Selection.parse("fastest_within:8MiB").choose(points, Goal.MINIMIZE)
     fastest = Goal.MINIMIZE.best(points, key=lambda row: row.value)
-    assert chosen is not None and chosen.params["buffer_size"] <= 16 << 20 and chosen is not fastest
+    assert chosen is not None and chosen.params["buffer_size"] <= 8 << 20 and chosen is not fastest
     assert f"chosen:                   trial {chosen.number}" in out
     # the chosen point and the fastest in the same rounds as the defaults; the chosen one is the study's result
     assert set(table[table.kind == "confirm"].confirms.dropna()) == {0, chosen.number, fastest.number}
@@ -105,19 +106,29 @@ def test_ax_searches_time_against_memory_after_the_ladder_and_the_chosen_point_i
            f"{compared['ratio']:.2f}x" in text
 
 
-def test_the_ladder_spans_the_buffers_at_the_defaults_and_only_its_improvements_count_for_the_plateau(tuner_home):
+def test_the_ladder_spans_the_buffers_at_the_defaults_and_only_its_improvements_count_for_the_plateau(tuner_home,
+                                                                                                     capsys):
     study = tuner_home / "outputs/synthetic/random-size1-buf16MiB"
     assert main(["tune", *COMMON, "strategy=random", "strategy.trials=7", "workload.buffer_size=16MiB",
                  "objective=metric_and_memory", "confirm.rounds=0"]) == 0
+    out = capsys.readouterr().out
+    # a page left to the pager is shown as the pager's pages, never as a value of None
+    assert "buffer ladder: 4MiB, 8MiB, 32MiB, 64MiB measured first, the defaults at each" in out
+    assert "None" not in out
     rows = StudyTable(study / "trials.csv").rows
     searched = [row for row in rows if row.kind == "search"]
-    ladder = searched[:5]
-    assert all(row.proposed_by == LADDER for row in ladder) and all(row.proposed_by != LADDER for row in searched[5:])
-    assert [row.params["buffer_size"] >> 20 for row in ladder] == [4, 8, 16, 32, 64]
-    for row in ladder:  # the defaults' other parameters: the page size the pager chooses for the rung's buffer
-        assert row.params["page_size"] == pager_page_size(row.params["buffer_size"])
-        assert (row.params["fillers"], row.params["evictors"], row.params["read_ahead"]) == (2, 2, 2)
+    # the defaults at each buffer but their own (16MiB), besides the 7 trials random search plans in its space
+    assert len(searched) == 4 + 7
+    ladder = searched[:4]
+    assert all(row.proposed_by == LADDER for row in ladder) and all(row.proposed_by != LADDER for row in searched[4:])
+    assert [row.params["buffer_size"] >> 20 for row in ladder] == [4, 8, 32, 64]
     defaults = rows[0]
+    for row in ladder:  # the defaults as they run at the rung's buffer: the pager's page for each kind of region
+        buffer = row.params["buffer_size"]
+        writable, read_only = pager_page_size(buffer), pager_page_size(buffer, writable=False)
+        assert row.params.get("page_size") == (writable if writable == read_only else None)
+        assert {name: value for name, value in row.params.items() if name not in ("buffer_size", "page_size")} == \
+            {name: value for name, value in defaults.params.items() if name not in ("buffer_size", "page_size")}
     on_the_ladder = front([defaults, *ladder], Goal.MINIMIZE)
     assert len(on_the_ladder) == 5
     assert (memory_bytes(on_the_ladder[0]), memory_bytes(on_the_ladder[-1])) == (4 << 20, 64 << 20)

@@ -8,7 +8,10 @@ low one is searched as a share of the values below the high one, so every propos
 no order) is Ax's unordered choice parameter, searched by its names.
 Trials Ax did not propose (the defaults' run, a resumed study's trials) are attached with their outcome, also
 while trials it proposed are running (with several workers the defaults' first run ends after the first Sobol
-trials were asked for).
+trials were asked for). A point outside its space (the defaults' run in a narrowed space, the buffer ladder's
+rungs, which leave the page to the pager) cannot be attached; a rung still counts toward the initialization
+budget, as an attached trial does, so that a short study keeps its model's trials (15 trials of bfs at 4 GiB drew
+10 Sobol points and 1 of the model's after 4 rungs it could not count, results/time-memory-ladder-4gib).
 Several proposals may be in flight at once: each ``get_next_trials`` call leaves its trial RUNNING in Ax's
 experiment, and the next call treats the running ones as pending points (the Sobol step draws past them, the
 BoTorch step conditions its acquisition on them). When Ax will not propose while trials are pending (its
@@ -88,7 +91,7 @@ def lows_below(dimension: Dimension, high: int) -> list[int]:
 
 
 class AxStrategy(Strategy):
-    OPTIONS = (Option("initialization_trials", 10, "Sobol trials, the defaults' run included", count),
+    OPTIONS = (Option("initialization_trials", 10, "Sobol trials, the trials Ax is given included", count),
                Option("trials", 30, "trials after the defaults'", count),
                Option("threads", 1, "torch threads for the model fits (null: one a core)", count),
                Option("acquisition_restarts", 8, "the acquisition optimizer's starts (null: Ax's, 20)", count),
@@ -109,6 +112,7 @@ class AxStrategy(Strategy):
         self.client = None
         self.generation = None  # made at the first ask, once the told trials show where Sobol stopped
         self.sobol_drawn = 0
+        self.unplaced_proposals = 0  # told points outside the space that a study proposed (the ladder's rungs)
         self.losses: list[float] = []
         if not space.dimensions:
             return
@@ -136,7 +140,7 @@ class AxStrategy(Strategy):
         from ax.api.utils.structs import GenerationStrategyDispatchStruct
 
         strategy = choose_generation_strategy(GenerationStrategyDispatchStruct(
-            initialization_budget=self.settings["initialization_trials"] or 10,
+            initialization_budget=max(1, (self.settings["initialization_trials"] or 10) - self.unplaced_proposals),
             initialization_random_seed=self.seed))
         nodes = strategy.nodes_by_name
         if SOBOL in nodes:
@@ -198,6 +202,7 @@ class AxStrategy(Strategy):
         if index is None:
             self.sobol_drawn += proposed_by == SOBOL
             if not self.space.contains(params):
+                self.unplaced_proposals += bool(proposed_by)
                 return  # e.g. the defaults, outside a narrowed space: Ax's model cannot place it
             index = self.client.attach_trial(parameters=self.to_point(params))
         if value is None and self.losses:
