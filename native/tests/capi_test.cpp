@@ -197,7 +197,12 @@ TEST(CApi, FetchAndPinKeepsPagesThroughEvictions) {
         if (p[i] != pattern_byte(i, 6)) return 4;
     for (std::size_t i = 40; i <= 44; ++i)
       if (!resident(p + i * page)) return 5;
-    if (resident(p + 1 * page)) return 6;  // others were evicted meanwhile
+    // The others went through the buffer meanwhile: 16 pages with the pins, 123 if nothing were evicted. Which of
+    // them are still in it is the policy's choice (hotfifo keeps pages that came back, as all of these did).
+    std::size_t others = 0;
+    for (std::size_t i = 0; i < size / page; ++i)
+      if ((i < 40 || i > 44) && resident(p + i * page)) ++others;
+    if (others > 32) return 6;
     errno = 0;
     umap_fetch_and_pin(reinterpret_cast<char*>(p), 7 * page);  // 12 pinned: more than the low water mark
     if (errno != ENOMEM) return 7;
