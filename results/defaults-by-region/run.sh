@@ -2,16 +2,17 @@
 # Issue 45 at the evaluation's sizes: the nine workloads at the pager's defaults, the build before the change (old)
 # against the change (new), beside the kernel's mmap at the disk's 8 MiB read-ahead and at 128 KiB, in the same
 # memory cgroups, interleaved, medians of 3. Each workload starts once the 1-minute load is below 0.5.
-# usage: run.sh REPO OUT [WORKLOAD...]; PYTHON, OLD and NEW (the two builds' workloads directories) may be given.
+# usage: run.sh REPO OUT [WORKLOAD...]; PYTHON, OLD and NEW (the two builds' workloads directories) may be given;
+# COMPARE replaces the two builds by other pager variants of AUTOPAGER_BIN's build (e.g. "--variant fillers=1").
 set -uo pipefail
 python=${PYTHON:-/work/venv/bin/python} old=${OLD:-/var/tmp/bench/old/workloads} new=${NEW:-/var/tmp/bench/new/workloads}
+read -ra compare <<< "${COMPARE:---build old=$old --build new=$new}"
 repo=$1 out=$2; shift 2
 cd "$repo"
 bench() {  # name, then bench_workloads arguments
   local name=$1; shift
   PYTHONNOUSERSITE=1 "$python" -m experiments.bench_workloads --quiet-below 0.5 --page-sizes= --kernel-read-ahead 128 \
-    --repeats 3 --timeout 400 --data-dir /var/tmp/apdata --build old="$old" \
-    --build new="$new" --out "$out/$name" "$@" > "$out/$name.log" 2>&1
+    --repeats 3 --timeout 400 --data-dir /var/tmp/apdata "${compare[@]}" --out "$out/$name" "$@" > "$out/$name.log" 2>&1
 }
 mkdir -p "$out"
 large=(--set workload.buffer_size=1GiB)
