@@ -18,6 +18,7 @@ for w in "${workloads[@]}"; do
     sort) extra=(workload.size=4096) ;;
     bfs) extra=(workload.size=24 "workload.command='{bin}/bfs --scale {size} --data-dir {data_dir} --threads {threads} --searches 3'") ;;
     lookup) extra=(workload.size=4096 "workload.command='{bin}/lookup --benchmark binsearch --size-mib {size} --seconds 10 --data-dir {data_dir} --threads {threads}'") ;;
+    lookup_zipf) extra=(workload.size=4096 "workload.command='{bin}/lookup --benchmark binsearch --size-mib {size} --seconds 10 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'") ;;
   esac
   /var/tmp/venv/bin/python -m autopager.cli.main tune hydra.searchpath=[file://$PYTHON_DIR/experiments/configs] space=evaluation \
     data_dir=/var/tmp/apdata workload=$w "${extra[@]}" workload.buffer_size=1GiB objective=metric_and_memory \
