@@ -24,5 +24,6 @@ for w in "${workloads[@]}"; do
     data_dir=/var/tmp/apdata workload=$w "${extra[@]}" workload.buffer_size=1GiB objective=metric_and_memory \
     'space.buffer_size={min:256MiB,max:4GiB,factor:2}' runner.memory_limit=6GiB strategy=ax budget.trials=15 \
     budget.plateau=0 study.root=${STUDIES:-/var/tmp/studies50b} study.name=time-memory-ladder > /var/tmp/tm-$w.log 2>&1
-  echo "$w end $(date -u +%FT%T) rc=$? load $(cut -d' ' -f1-3 /proc/loadavg)"
+  rc=$?
+  echo "$w end $(date -u +%FT%T) rc=$rc load $(cut -d' ' -f1-3 /proc/loadavg)"
 done
