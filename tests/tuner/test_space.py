@@ -4,6 +4,8 @@ import random
 import pytest
 
 from autopager.errors import ConfigError
+from autopager.parameters import parse_size
+from autopager.tuner.config import compose
 from autopager.tuner.space import Space
 
 DEFAULTS = {"page_size": 4096, "fillers": 2, "evictors": 2, "buffer_size": "64MiB", "evict_high_water": 90,
@@ -60,3 +62,11 @@ def test_page_sizes_that_leave_a_fixed_buffer_a_few_pages_are_not_searched():
     assert min(space.values("page_size")) == 4096
     with pytest.raises(ConfigError, match="fewer than 8 pages"):
         Space({"page_size": {"min": "2MiB", "max": "16MiB", "factor": 2}, "buffer_size": "8MiB"}, {})
+
+
+def test_the_eviction_space_searches_the_policy_alone_at_the_defaults():
+    config, _ = compose(["workload=lookup_zipf", "space=eviction", "strategy=grid"])
+    space = Space(config.space, config.baseline)
+    assert list(space.dimensions) == ["eviction"] and space.values("eviction") == ["fifo", "hotfifo", "s3fifo", "clock"]
+    assert [params["eviction"] for params in space.grid()] == ["fifo", "hotfifo", "s3fifo", "clock"]
+    assert space.fixed["evict_high_water"] == 90 and space.fixed["buffer_size"] == parse_size(config.workload.buffer_size)
