@@ -1,8 +1,9 @@
 """The pager from Python: autopager.Pager, and autopager.memmap / autopager.empty that choose a pager.
 
-A pager is one buffer (buffer_size bytes of pages at most, resident or in its fillers' read slots) and one set
-of filler and evictor threads serving any number of arrays. Its parameters (DESIGN.md) come, lowest precedence
-first, from the defaults, the UMAP_* environment variables, a profile, and keyword arguments.
+A pager is one buffer (buffer_size bytes of pages at most: resident, in its fillers' read slots or in its
+evictors' write-back slots) and one set of filler and evictor threads serving any number of arrays. Its parameters
+(DESIGN.md) come, lowest precedence first, from the defaults, the UMAP_* environment variables, a profile, and
+keyword arguments.
 """
 from __future__ import annotations
 

@@ -38,7 +38,17 @@ PageMemory plan_page_memory(const Config& config) {
       static_cast<unsigned>(std::clamp<std::uint64_t>(page_slot_bytes / config.page_size, 1, kMostSlots));
   const std::uint64_t filler_units =
       plan.read_slots * plan.units_of(config.page_size) + std::uint64_t{plan.run_slots} * (plan.run_bytes / plan.unit);
-  plan.resident_units = pages * plan.units_of(config.page_size) - std::uint64_t{plan.fillers} * filler_units;
+  // Write-back slots of the longest write-back run (8 MiB) or less, whole huge pages, in at most a 32nd of the buffer.
+  constexpr std::uint64_t kMostStagingBytes = 8u << 20;
+  constexpr std::uint64_t kHugePage = 2u << 20;
+  const std::uint64_t staging_bytes =
+      std::min(kMostStagingBytes, config.buffer_bytes() / 32 / std::max(1u, config.evictors)) / kHugePage * kHugePage;
+  if (config.direct_io && staging_bytes > 0) {
+    plan.write_staging_slots = config.evictors;
+    plan.write_staging_bytes = static_cast<std::size_t>(staging_bytes);
+  }
+  plan.resident_units = pages * plan.units_of(config.page_size) - std::uint64_t{plan.fillers} * filler_units -
+                        plan.write_staging_slots * staging_bytes / plan.unit;
   return plan;
 }
 

@@ -21,7 +21,11 @@ struct PageMemory {
   // no run slots, every read is a page's.
   std::size_t run_bytes = 0;
   unsigned run_slots = 0;
-  std::uint64_t resident_units = 0;  // the buffer's units less every filler's slots of both kinds
+  // Where direct I/O is on: slots an evictor's write-backs copy runs of dirty pages into (write_back_staging.hpp),
+  // one an evictor, of `write_staging_bytes` each; none where the buffer cannot spare them.
+  unsigned write_staging_slots = 0;
+  std::size_t write_staging_bytes = 0;
+  std::uint64_t resident_units = 0;  // the buffer's units less every filler's slots and the write-back slots
 
   std::uint64_t units_of(std::size_t page_size) const { return (page_size + unit - 1) / unit; }
   // The pages of `page_size` one read covers: a run slot's worth, or one.

@@ -246,14 +246,20 @@ class PagerImpl {
   int flush(const RegionPtr& region, std::uint64_t* unwritten = nullptr) {
     if (inherited()) return 0;  // nothing of it is mapped in this process
     int first_error = 0;
-    for (std::uint64_t page = 0; page < region->page_count; ++page) {
-      // A page in transit may be in its eviction's write-back, which can fail and leave it dirty:
-      // write_back waits for that under the page's lock.
+    // A page in transit may be in its eviction's write-back, which can fail and leave it dirty: write_back
+    // waits for that under the page's lock. Consecutive ones go together, each run of them with one write.
+    auto to_write = [&](std::uint64_t page) {
       const PageState state = region->state(page);
-      if (state != PageState::kDirty && state != PageState::kEvicting) continue;
-      int err = paging_.write_back(*region, page);
+      return state == PageState::kDirty || state == PageState::kEvicting;
+    };
+    const std::uint64_t most = std::max<std::uint64_t>(1, Paging::kMostRunBytes / region->page_size);
+    for (std::uint64_t page = 0; page < region->page_count; ++page) {
+      if (!to_write(page)) continue;
+      std::uint64_t end = page + 1;
+      while (end < region->page_count && end - page < most && to_write(end)) ++end;
+      int err = paging_.write_back(*region, page, end - page, unwritten);
       if (err != 0 && first_error == 0) first_error = err;
-      if (err != 0 && unwritten != nullptr) ++*unwritten;
+      page = end - 1;
     }
     return first_error;
   }

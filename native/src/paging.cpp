@@ -415,7 +415,7 @@ int Paging::write_back_run_locked(Region& region, std::uint64_t first, std::uint
   if (region.track_writes) uffd_.write_protect(address, span, WriteProtect::kYes);
   const std::size_t bytes = (count - 1) * region.page_size + region.page_bytes(first + count - 1);
   AUTOPAGER_WRITE_PROTECTED_READS_BEGIN();
-  ssize_t written = region.store->write(address, bytes, region.page_offset(first));
+  ssize_t written = write_to_store(region, address, bytes, region.page_offset(first));
   AUTOPAGER_WRITE_PROTECTED_READS_END();
   if (written != static_cast<ssize_t>(bytes)) {
     int err = written < 0 && errno != 0 ? errno : EIO;
@@ -434,9 +434,53 @@ int Paging::write_back_run_locked(Region& region, std::uint64_t first, std::uint
   return 0;
 }
 
+ssize_t Paging::write_to_store(Region& region, const char* address, std::size_t bytes, std::uint64_t offset) {
+  // A megabyte or less of the region's pages is one request anyway.
+  constexpr std::size_t kLeastStagedBytes = std::size_t{1} << 20;
+  char* slot = bytes > kLeastStagedBytes && region.store->direct_io() ? write_staging_.take() : nullptr;
+  if (slot == nullptr) return region.store->write(address, bytes, offset);
+  std::size_t done = 0;
+  ssize_t written = 0;
+  while (done < bytes) {
+    const std::size_t n = std::min(write_staging_.slot_bytes(), bytes - done);
+    std::memcpy(slot, address + done, n);
+    written = region.store->write(slot, n, offset + done);
+    if (written != static_cast<ssize_t>(n)) break;
+    done += n;
+  }
+  const int err = errno;
+  write_staging_.give_back(slot);
+  errno = err;
+  if (done == bytes) return static_cast<ssize_t>(bytes);
+  return written < 0 ? -1 : static_cast<ssize_t>(done) + written;
+}
+
+int Paging::write_back_dirty_runs_locked(Region& region, std::uint64_t first, std::uint64_t last, AfterFailure after,
+                                         std::uint64_t* unwritten) {
+  int first_error = 0;
+  // A region that began closing is its release's to write (or to discard, writing nothing).
+  for (std::uint64_t page = first; page < last && !region.closing.load();) {
+    std::uint64_t stop = page;
+    while (stop < last && region.state(stop) == PageState::kDirty) ++stop;
+    int failed = stop > page ? write_back_run_locked(region, page, stop - page, KeepResident::kYes) : 0;
+    if (failed != 0 && stop - page > 1) {
+      failed = 0;
+      for (std::uint64_t each = page; each < stop; ++each) {
+        const int err = write_back_locked(region, each, KeepResident::kYes);
+        if (err != 0 && failed == 0) failed = err;
+        if (err != 0 && unwritten != nullptr) ++*unwritten;
+      }
+    } else if (failed != 0 && unwritten != nullptr) {
+      ++*unwritten;
+    }
+    if (failed != 0 && first_error == 0) first_error = failed;
+    if (failed != 0 && after == AfterFailure::kStop) break;
+    page = stop == page ? page + 1 : stop;
+  }
+  return first_error;
+}
+
 int Paging::write_back_victims(std::vector<PageRef>& victims) {
-  // The most one write carries: a larger run holds its pages' stripes longer for little gain.
-  constexpr std::size_t kMostRunBytes = std::size_t{8} << 20;
   std::vector<std::size_t> dirty;  // indexes into victims, by region and page
   for (std::size_t i = 0; i < victims.size(); ++i)
     if (victims[i].region->track_writes && victims[i].region->state(victims[i].page) == PageState::kDirty)
@@ -461,20 +505,8 @@ int Paging::write_back_victims(std::vector<PageRef>& victims) {
     if (failed == 0 && !region.closing.load()) {
       const std::uint64_t last = first + (end - at);
       auto locks = buffer_.lock_run(region, first, last - first);
-      // A page written back (a flush) or evicted since splits the run. A region that began closing meanwhile
-      // is its release's to write (or to discard, writing nothing).
-      for (std::uint64_t page = first; page < last && failed == 0 && !region.closing.load();) {
-        std::uint64_t stop = page;
-        while (stop < last && region.state(stop) == PageState::kDirty) ++stop;
-        if (stop > page) failed = write_back_run_locked(region, page, stop - page, KeepResident::kYes);
-        // Page by page, so that one page that cannot be written (a bad block) keeps no neighbour dirty.
-        if (failed != 0 && stop - page > 1) {
-          failed = 0;
-          for (std::uint64_t each = page; each < stop; ++each)
-            if (int err = write_back_locked(region, each, KeepResident::kYes); err != 0 && failed == 0) failed = err;
-        }
-        page = stop == page ? page + 1 : stop;
-      }
+      // A page written back (a flush) or evicted since splits the run.
+      failed = write_back_dirty_runs_locked(region, first, last, AfterFailure::kStop, nullptr);
       if (failed != 0)  // what could not be written leaves the batch
         for (std::size_t k = at; k < end; ++k)
           leaves[dirty[k]] = region.state(victims[dirty[k]].page) == PageState::kDirty;
@@ -522,9 +554,9 @@ std::optional<int> Paging::write_back_moved_out(Region& region, std::uint64_t pa
   return 0;
 }
 
-int Paging::write_back(Region& region, std::uint64_t page) {
-  std::lock_guard<std::mutex> lock(buffer_.lock_for(region, page));
-  return write_back_locked(region, page, KeepResident::kYes);
+int Paging::write_back(Region& region, std::uint64_t first, std::uint64_t count, std::uint64_t* unwritten) {
+  auto locks = buffer_.lock_run(region, first, count);
+  return write_back_dirty_runs_locked(region, first, first + count, AfterFailure::kGoOn, unwritten);
 }
 
 std::uint64_t Paging::take_victim_slots(const std::vector<PageRef>& batch,

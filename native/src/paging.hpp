@@ -21,6 +21,7 @@
 #include "uffd.hpp"
 #include "victim_admission.hpp"
 #include "victim_buffer.hpp"
+#include "write_back_staging.hpp"
 #include "zap.hpp"
 
 namespace autopager {
@@ -46,6 +47,7 @@ class Paging {
         buffer_(buffer),
         stats_(stats),
         staging_(uffd, config.page_size),
+        write_staging_(memory.write_staging_slots, memory.write_staging_bytes),
         victims_(uffd, config, memory, buffer.policy().victim_units()),
         victim_admission_(buffer.policy().victim_units()) {}
 
@@ -92,9 +94,12 @@ class Paging {
   // The first write to a clean, write-protected page: mark it dirty and let the writer through. Only that
   // page: a neighbour let through unwritten would be written back over what others wrote to the file.
   void resolve_write(Region& region, std::uint64_t page);
-  // Writes a dirty page back; it stays resident, write-protected again. Returns 0 or an errno; on an
-  // error the page stays dirty.
-  int write_back(Region& region, std::uint64_t page);
+  // The most bytes one write-back carries: a larger run holds its pages' stripes longer for little gain.
+  static constexpr std::size_t kMostRunBytes = std::size_t{8} << 20;
+  // Writes back the dirty pages among `count` from `first` (at most kMostRunBytes), each run of them with one
+  // write; they stay resident, write-protected again. Returns 0, or the errno of the first write that failed:
+  // the pages that could not be written stay dirty, and `unwritten` (when given) counts them.
+  int write_back(Region& region, std::uint64_t first, std::uint64_t count, std::uint64_t* unwritten = nullptr);
   // Evicts victims of the policy until `most` units are freed, dropping their memory together, or keeping it in
   // the victim buffer (which then drops its oldest victims to make room); when the policy has too few, drops
   // victims of the buffer instead. Returns how many units it freed (victims kept still hold theirs).
@@ -128,6 +133,17 @@ class Paging {
   // other in memory and in the store), under their stripe locks. Returns 0, or the errno of the write:
   // then every page of the run stays dirty.
   int write_back_run_locked(Region& region, std::uint64_t first, std::uint64_t count, KeepResident keep_resident);
+  // Whether writing back a run of dirty pages goes on past a run that could not be written.
+  enum class AfterFailure { kStop, kGoOn };
+  // Under the stripes of pages [first, last): writes back each run of dirty pages among them with one write, and
+  // page by page where that write fails, so that one page that cannot be written (a bad block) keeps no
+  // neighbour dirty; `unwritten` (when given) counts the pages left dirty by a failure. Stops once the region is
+  // closing (its release writes them). Returns 0 or the first errno.
+  int write_back_dirty_runs_locked(Region& region, std::uint64_t first, std::uint64_t last, AfterFailure after,
+                                   std::uint64_t* unwritten);
+  // Writes `bytes` of a region's memory at `address` to its store at `offset`, through a write-back slot where
+  // that makes fewer, larger disk requests (write_back_staging.hpp). As Store::write.
+  ssize_t write_to_store(Region& region, const char* address, std::size_t bytes, std::uint64_t offset);
   // Writes back the dirty victims of an eviction batch, each run of consecutive pages with one write,
   // so that the disk sees large requests where the pages are small; they stay resident, clean. Returns
   // 0, or the errno of the first run that could not be written: its victims, and those not yet
@@ -173,6 +189,7 @@ class Paging {
   StatsCounters& stats_;
   Zapper zapper_;
   StagingArea staging_;
+  WriteBackStaging write_staging_;
   VictimBuffer victims_;
   VictimAdmission victim_admission_;
   std::atomic<bool> write_backs_failing_{false};

@@ -93,14 +93,6 @@ void expect_round_trip(const std::shared_ptr<Store>& store, const ScratchFile& f
   EXPECT_EQ(after[size - 1], 0xDD);
 }
 
-// Why `file`'s file system cannot be opened with O_DIRECT (tmpfs cannot); empty when it can.
-std::string direct_io_missing(const ScratchFile& file) {
-  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (probe < 0) return std::string("this file system does not support O_DIRECT: ") + std::strerror(errno);
-  close(probe);
-  return "";
-}
-
 // 64 pages and an unaligned tail, which goes through the page cache.
 const std::uint64_t kDirectFileSize = 64 * system_page_size() + 500;
 

@@ -68,6 +68,14 @@ class ScratchFile {
   std::string path_;
 };
 
+// Why `file`'s file system cannot be opened with O_DIRECT (tmpfs cannot); empty when it can.
+inline std::string direct_io_missing(const ScratchFile& file) {
+  int probe = open(file.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (probe < 0) return std::string("this file system does not support O_DIRECT: ") + std::strerror(errno);
+  close(probe);
+  return "";
+}
+
 inline Config small_config(std::size_t page_size, std::uint64_t buffer_pages, unsigned threads = 2) {
   Config c = Config::defaults();
   c.page_size = page_size;

@@ -5,19 +5,15 @@
 # usage: run.sh REPO BUILD OUT WORKLOAD...   (BUILD: a cmake build directory of REPO; PYTHON: a python with
 # the [tune] extra; DATA_DIR: where the data is made once, /var/tmp/apdata by default)
 set -uo pipefail
+source "$(dirname "$0")/zipf_runs.sh"
 repo=$1 build=$2 out=$3; shift 3
 cd "$repo"
 mkdir -p "$out"
 for w in "$@"; do
-  case $w in
-    lookup_zipf) command='{bin}/lookup --benchmark binsearch --size-mib {size} --seconds 60 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'; size=4096 ;;
-    lmdb_readrandom_zipf) command='{bin}/lmdb --benchmark readrandom --size-mib {size} --seconds 60 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'; size=3072 ;;
-    numpy_gather_zipf) command='{python} {bin}/numpy_gather.py --size-mib {size} --seconds 60 --batch 256 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'; size=4096 ;;
-    *) echo "unknown workload $w" >&2; continue ;;
-  esac
+  zipf_run "$w" || continue
   AUTOPAGER_BIN="$build/workloads" AUTOPAGER_PRELOAD="$build/native/src/preload/libautopager_preload.so" \
-    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --quiet-below 0.5 --workloads "$w" --page-sizes= \
-    --kernel-read-ahead 128 --repeats 3 --timeout 200 --data-dir "${DATA_DIR:-/var/tmp/apdata}" \
+    PYTHONNOUSERSITE=1 "${PYTHON:-python3}" -m experiments.bench_workloads --quiet-below 0.5 --workloads "$w" \
+    --page-sizes= --kernel-read-ahead 128 --repeats 3 --timeout 200 --data-dir "${DATA_DIR:-/var/tmp/apdata}" \
     --set workload.size=$size --set workload.buffer_size=1GiB --set "workload.command='$command'" \
     --variant eviction=hotfifo --variant eviction=s3fifo --variant eviction=clock --out "$out/$w" > "$out/$w.log" 2>&1
 done

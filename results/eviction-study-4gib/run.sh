@@ -6,20 +6,17 @@
 # its _native; AUTOPAGER_BIN, AUTOPAGER_PRELOAD: its build's workloads and preload; AUTOPAGER_CONFIG_DIR: its configs;
 # PYTHON: a python with the [tune] extra; STUDIES: the study root; DATA_DIR: the data (made once if missing).
 set -uo pipefail
+source "$(dirname "$0")/../eviction-4gib/zipf_runs.sh"
 export PYTHONNOUSERSITE=1 PYTHONPATH=${PYTHON_DIR:?the package checkout}
 workloads=("$@"); [ $# -gt 0 ] || workloads=(lmdb_readrandom_zipf lookup_zipf)
 for w in "${workloads[@]}"; do
-  case $w in
-    lmdb_readrandom_zipf) extra=(workload.size=3072 "workload.command='{bin}/lmdb --benchmark readrandom --size-mib {size} --seconds 60 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'") ;;
-    lookup_zipf) extra=(workload.size=4096 "workload.command='{bin}/lookup --benchmark binsearch --size-mib {size} --seconds 60 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'") ;;
-    numpy_gather_zipf) extra=(workload.size=4096 "workload.command='{python} {bin}/numpy_gather.py --size-mib {size} --seconds 60 --batch 256 --keys zipf --zipf-exponent 0.99 --data-dir {data_dir} --threads {threads}'") ;;
-    *) echo "unknown workload $w" >&2; continue ;;
-  esac
+  zipf_run "$w" || continue
   while awk '{exit !($1>=0.5)}' /proc/loadavg; do sleep 10; done
   echo "$w start $(date -u +%FT%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
-  "${PYTHON:-python3}" -m autopager.cli.main tune data_dir="${DATA_DIR:-/var/tmp/apdata}" workload=$w "${extra[@]}" \
-    workload.buffer_size=1GiB runner.memory_limit=auto strategy=grid space=eviction confirm.candidates=1 \
-    study.root="${STUDIES:-/var/tmp/studies47}" study.name=eviction-study > "${STUDIES:-/var/tmp/studies47}-$w.log" 2>&1
+  "${PYTHON:-python3}" -m autopager.cli.main tune data_dir="${DATA_DIR:-/var/tmp/apdata}" workload=$w \
+    workload.size=$size "workload.command='$command'" workload.buffer_size=1GiB runner.memory_limit=auto \
+    strategy=grid space=eviction confirm.candidates=1 study.root="${STUDIES:-/var/tmp/studies47}" \
+    study.name=eviction-study > "${STUDIES:-/var/tmp/studies47}-$w.log" 2>&1
   rc=$?
   echo "$w end $(date -u +%FT%T) rc=$rc load $(cut -d' ' -f1-3 /proc/loadavg)"
 done
