@@ -44,7 +44,20 @@ class FileStore final : public Store {
   }
 
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
-    ssize_t put = write_fully(descriptor_for(src, n, offset), src, n, offset_ + offset);
+    // A run of pages that ends in the file's partial last page: its whole pages directly, only the tail through
+    // the cache.
+    const std::size_t whole = whole_pages_of_direct_write(src, n, offset);
+    ssize_t put;
+    if (whole > 0) {
+      put = write_fully(fd_, src, whole, offset_ + offset);
+      if (put == static_cast<ssize_t>(whole)) {
+        const ssize_t tail =
+            write_fully(buffered_fd_, static_cast<const char*>(src) + whole, n - whole, offset_ + offset + whole);
+        put = tail < 0 ? tail : put + tail;
+      }
+    } else {
+      put = write_fully(descriptor_for(src, n, offset), src, n, offset_ + offset);
+    }
     if (put > 0) {
       std::uint64_t end = offset + static_cast<std::uint64_t>(put);
       std::uint64_t size = size_.load(std::memory_order_relaxed);
@@ -86,6 +99,15 @@ class FileStore final : public Store {
     const std::uintptr_t mask = system_page_size() - 1;
     bool aligned = ((reinterpret_cast<std::uintptr_t>(buffer) | n | (offset_ + offset)) & mask) == 0;
     return aligned ? fd_ : buffered_fd_;
+  }
+
+  // The whole pages of a write whose buffer and offset are aligned for O_DIRECT but whose length is not: 0 for any
+  // other write (and for one shorter than a page).
+  std::size_t whole_pages_of_direct_write(const void* buffer, std::size_t n, std::uint64_t offset) const {
+    if (fd_ == buffered_fd_) return 0;
+    const std::uintptr_t mask = system_page_size() - 1;
+    if (((reinterpret_cast<std::uintptr_t>(buffer) | (offset_ + offset)) & mask) != 0 || (n & mask) == 0) return 0;
+    return n & ~mask;
   }
 
   int fd_;
