@@ -5,16 +5,18 @@
 #include <cstdint>
 #include <new>
 
+#include "autopager/config.hpp"
+
 namespace autopager {
 
 char* map_contiguous(std::size_t bytes) {
-  constexpr std::size_t kHugePage = 2u << 20;
-  const std::size_t mapped = bytes >= kHugePage ? bytes + kHugePage : bytes;
+  const std::size_t mapped = bytes >= kHugePageSize ? bytes + kHugePageSize : bytes;
   void* area = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (area == MAP_FAILED) throw std::bad_alloc();
   char* start = static_cast<char*>(area);
   if (mapped == bytes) return start;
-  char* aligned = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(start) + kHugePage - 1) & ~(kHugePage - 1));
+  const std::uintptr_t past = reinterpret_cast<std::uintptr_t>(start) + kHugePageSize - 1;
+  char* aligned = reinterpret_cast<char*>(past & ~(kHugePageSize - 1));
   if (aligned > start) munmap(start, aligned - start);
   if (start + mapped > aligned + bytes) munmap(aligned + bytes, start + mapped - (aligned + bytes));
   madvise(aligned, bytes, MADV_HUGEPAGE);

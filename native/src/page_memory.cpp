@@ -40,9 +40,8 @@ PageMemory plan_page_memory(const Config& config) {
       plan.read_slots * plan.units_of(config.page_size) + std::uint64_t{plan.run_slots} * (plan.run_bytes / plan.unit);
   // Write-back slots of the longest write-back run (8 MiB) or less, whole huge pages, in at most a 32nd of the buffer.
   constexpr std::uint64_t kMostStagingBytes = 8u << 20;
-  constexpr std::uint64_t kHugePage = 2u << 20;
-  const std::uint64_t staging_bytes =
-      std::min(kMostStagingBytes, config.buffer_bytes() / 32 / std::max(1u, config.evictors)) / kHugePage * kHugePage;
+  const std::uint64_t staging_share = config.buffer_bytes() / 32 / std::max(1u, config.evictors);
+  const std::uint64_t staging_bytes = std::min(kMostStagingBytes, staging_share) / kHugePageSize * kHugePageSize;
   if (config.direct_io && staging_bytes > 0) {
     plan.write_staging_slots = config.evictors;
     plan.write_staging_bytes = static_cast<std::size_t>(staging_bytes);
