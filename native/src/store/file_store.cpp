@@ -94,20 +94,20 @@ class FileStore final : public Store {
   }
 
   // O_DIRECT needs block-aligned buffers, offsets and lengths; anything else goes through the cache.
+  bool direct_aligned(const void* buffer, std::size_t n, std::uint64_t offset) const {
+    return fd_ != buffered_fd_ &&
+           ((reinterpret_cast<std::uintptr_t>(buffer) | n | (offset_ + offset)) & (system_page_size() - 1)) == 0;
+  }
+
   int descriptor_for(const void* buffer, std::size_t n, std::uint64_t offset) const {
-    if (fd_ == buffered_fd_) return fd_;
-    const std::uintptr_t mask = system_page_size() - 1;
-    bool aligned = ((reinterpret_cast<std::uintptr_t>(buffer) | n | (offset_ + offset)) & mask) == 0;
-    return aligned ? fd_ : buffered_fd_;
+    return direct_aligned(buffer, n, offset) ? fd_ : buffered_fd_;
   }
 
   // The whole pages of a write whose buffer and offset are aligned for O_DIRECT but whose length is not: 0 for any
   // other write (and for one shorter than a page).
   std::size_t whole_pages_of_direct_write(const void* buffer, std::size_t n, std::uint64_t offset) const {
-    if (fd_ == buffered_fd_) return 0;
-    const std::uintptr_t mask = system_page_size() - 1;
-    if (((reinterpret_cast<std::uintptr_t>(buffer) | (offset_ + offset)) & mask) != 0 || (n & mask) == 0) return 0;
-    return n & ~mask;
+    const std::size_t whole = n & ~(system_page_size() - 1);
+    return whole != n && direct_aligned(buffer, whole, offset) ? whole : 0;
   }
 
   int fd_;
