@@ -53,11 +53,14 @@ int region_memory_flags(bool huge_pages) {
   return huge_pages ? flags | MAP_HUGETLB | MAP_HUGE_2MB : flags;
 }
 
+bool may_use_huge_pages(const Config& config) {
+  // Config::validate refuses a page size or keep_writes that rules them out with on.
+  return config.huge_pages != HugePages::kOff && config.page_size % kHugePageSize == 0 && !config.keep_writes;
+}
+
 bool use_huge_pages(const Config& config, std::uint64_t resident_bytes, Userfaultfd& uffd) {
-  if (config.huge_pages == HugePages::kOff) return false;
+  if (!may_use_huge_pages(config)) return false;
   const bool on = config.huge_pages == HugePages::kOn;
-  // Config::validate refuses these two with on.
-  if (config.page_size % kHugePageSize != 0 || config.keep_writes) return false;
   const std::uint64_t needed = resident_bytes / kHugePageSize;
   const std::uint64_t available = available_huge_pages();
   std::string why;

@@ -15,6 +15,10 @@ namespace autopager {
 // off: false; auto: whether all of that holds; on: true, or ConfigError naming UMAP_HUGE_PAGES and what is missing.
 bool use_huge_pages(const Config& config, std::uint64_t resident_bytes, Userfaultfd& uffd);
 
+// Whether `config` asks for huge pages (on or auto) at a page size they can take: use_huge_pages's part that
+// needs neither the pool nor the kernel.
+bool may_use_huge_pages(const Config& config);
+
 // The mmap flags of a region's private anonymous memory, MAP_FIXED included.
 int region_memory_flags(bool huge_pages);
 

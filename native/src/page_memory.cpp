@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "huge_pages.hpp"
+
 namespace autopager {
 
 PageMemory plan_page_memory(const Config& config) {
@@ -38,11 +40,12 @@ PageMemory plan_page_memory(const Config& config) {
       static_cast<unsigned>(std::clamp<std::uint64_t>(page_slot_bytes / config.page_size, 1, kMostSlots));
   const std::uint64_t filler_units =
       plan.read_slots * plan.units_of(config.page_size) + std::uint64_t{plan.run_slots} * (plan.run_bytes / plan.unit);
-  // Write-back slots of the longest write-back run (8 MiB) or less, whole huge pages, in at most a 32nd of the buffer.
+  // Write-back slots of the longest write-back run (8 MiB) or less, whole huge pages, in at most a 32nd of the buffer;
+  // none where the regions may be in huge pages, whose memory is contiguous already.
   constexpr std::uint64_t kMostStagingBytes = 8u << 20;
   const std::uint64_t staging_share = config.buffer_bytes() / 32 / std::max(1u, config.evictors);
   const std::uint64_t staging_bytes = std::min(kMostStagingBytes, staging_share) / kHugePageSize * kHugePageSize;
-  if (config.direct_io && staging_bytes > 0) {
+  if (config.direct_io && staging_bytes > 0 && !may_use_huge_pages(config)) {
     plan.write_staging_slots = config.evictors;
     plan.write_staging_bytes = static_cast<std::size_t>(staging_bytes);
   }

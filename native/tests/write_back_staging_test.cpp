@@ -34,6 +34,10 @@ TEST(WriteBackStaging, AnEvictorGetsASlotWhereTheBufferCanSpareIt) {
   plan = plan_page_memory(config);
   EXPECT_EQ(plan.write_staging_slots, 2u);
   EXPECT_EQ(plan.write_staging_bytes, std::size_t{8} << 20);
+  config.page_size = kHugePageSize;
+  EXPECT_EQ(plan_page_memory(config).write_staging_slots, 2u);
+  config.huge_pages = HugePages::kAuto;  // regions in huge pages: contiguous already
+  EXPECT_EQ(plan_page_memory(config).write_staging_slots, 0u);
 }
 
 // A direct-I/O file that records the largest write and how many writes came from outside the mapped region.
