@@ -2,9 +2,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -123,6 +125,64 @@ TEST(FileStore, DirectIoWritesAPartialLastPageBackAndKeepsTheFilesLength) {
     ASSERT_TRUE(store->direct_io());
     expect_round_trip(store, file, size, page);
   }
+}
+
+// Which of the file's first `pages` system pages are in the page cache.
+std::vector<bool> cached_pages(const ScratchFile& file, std::size_t pages) {
+  const std::size_t page = system_page_size();
+  std::vector<bool> cached(pages, false);
+  const int fd = open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
+  void* map = mmap(nullptr, pages * page, PROT_READ, MAP_SHARED, fd, 0);
+  std::vector<unsigned char> resident(pages);
+  if (map != MAP_FAILED && mincore(map, pages * page, resident.data()) == 0)
+    for (std::size_t i = 0; i < pages; ++i) cached[i] = (resident[i] & 1) != 0;
+  if (map != MAP_FAILED) munmap(map, pages * page);
+  close(fd);
+  return cached;
+}
+
+void drop_cached_pages(const ScratchFile& file) {
+  const int fd = open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
+  fdatasync(fd);
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+}
+
+// A window that ends inside a page: a read or write of its last run moves the run's whole pages with O_DIRECT
+// and only the partial tail through the page cache.
+TEST(FileStore, ARunEndingInAPartialPageGoesDirectExceptItsTail) {
+  const std::size_t page = system_page_size();
+  const std::uint64_t window = 3 * page + 100;
+  ScratchFile file(8 * page, 4);
+  if (std::string why = direct_io_missing(file); !why.empty()) GTEST_SKIP() << why;
+  FileStoreOptions options;
+  options.direct = true;
+  options.writable = true;
+  options.length = window;
+  auto store = make_file_store(file.path(), options);
+  ASSERT_TRUE(store->direct_io());
+  void* memory = nullptr;
+  ASSERT_EQ(posix_memalign(&memory, page, 4 * page), 0);
+  auto* bytes = static_cast<std::uint8_t*>(memory);
+  const std::vector<bool> only_the_tail = {false, false, false, true};
+
+  drop_cached_pages(file);
+  ASSERT_EQ(cached_pages(file, 4), std::vector<bool>(4, false)) << "the page cache cannot be dropped here";
+  ASSERT_EQ(store->read(bytes, 4 * page, 0), static_cast<ssize_t>(window));
+  EXPECT_EQ(cached_pages(file, 4), only_the_tail);
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < window; ++i) wrong += bytes[i] != pattern_byte(i, 4);
+  EXPECT_EQ(wrong, 0u);
+
+  std::memset(bytes, 0xAB, window);
+  drop_cached_pages(file);
+  ASSERT_EQ(store->write(bytes, window, 0), static_cast<ssize_t>(window));
+  EXPECT_EQ(cached_pages(file, 4), only_the_tail);
+  const std::vector<std::uint8_t> after = file.contents();
+  wrong = 0;
+  for (std::uint64_t i = 0; i < 8 * page; ++i) wrong += after[i] != (i < window ? 0xAB : pattern_byte(i, 4));
+  EXPECT_EQ(wrong, 0u);
+  std::free(memory);
 }
 
 TEST(FileStore, ADescriptorOpenedWithDirectIoKeepsAnUnalignedTail) {

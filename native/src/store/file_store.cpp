@@ -40,24 +40,11 @@ class FileStore final : public Store {
   ssize_t read(void* dst, std::size_t n, std::uint64_t offset) override {
     n = in_window(n, offset);
     if (n == 0) return 0;
-    return read_fully(descriptor_for(dst, n, offset), dst, n, offset_ + offset);
+    return transfer(read_fully, static_cast<char*>(dst), n, offset);
   }
 
   ssize_t write(const void* src, std::size_t n, std::uint64_t offset) override {
-    // A run of pages that ends in the file's partial last page: its whole pages directly, only the tail through
-    // the cache.
-    const std::size_t whole = whole_pages_of_direct_write(src, n, offset);
-    ssize_t put;
-    if (whole > 0) {
-      put = write_fully(fd_, src, whole, offset_ + offset);
-      if (put == static_cast<ssize_t>(whole)) {
-        const ssize_t tail =
-            write_fully(buffered_fd_, static_cast<const char*>(src) + whole, n - whole, offset_ + offset + whole);
-        put = tail < 0 ? tail : put + tail;
-      }
-    } else {
-      put = write_fully(descriptor_for(src, n, offset), src, n, offset_ + offset);
-    }
+    const ssize_t put = transfer(write_fully, static_cast<const char*>(src), n, offset);
     if (put > 0) {
       std::uint64_t end = offset + static_cast<std::uint64_t>(put);
       std::uint64_t size = size_.load(std::memory_order_relaxed);
@@ -103,11 +90,23 @@ class FileStore final : public Store {
     return direct_aligned(buffer, n, offset) ? fd_ : buffered_fd_;
   }
 
-  // The whole pages of a write whose buffer and offset are aligned for O_DIRECT but whose length is not: 0 for any
-  // other write (and for one shorter than a page).
-  std::size_t whole_pages_of_direct_write(const void* buffer, std::size_t n, std::uint64_t offset) const {
+  // The whole pages of a transfer whose buffer and offset are aligned for O_DIRECT but whose length is not: 0 for
+  // any other (and for one shorter than a page).
+  std::size_t whole_pages_of_direct_transfer(const void* buffer, std::size_t n, std::uint64_t offset) const {
     const std::size_t whole = n & ~(system_page_size() - 1);
     return whole != n && direct_aligned(buffer, whole, offset) ? whole : 0;
+  }
+
+  // `move` (read_fully or write_fully) of `n` bytes at `offset`. A run of pages that ends in the file's (or the
+  // window's) partial last page moves its whole pages directly and only the tail through the cache.
+  template <typename Move, typename Byte>
+  ssize_t transfer(Move move, Byte* buffer, std::size_t n, std::uint64_t offset) const {
+    const std::size_t whole = whole_pages_of_direct_transfer(buffer, n, offset);
+    if (whole == 0) return move(descriptor_for(buffer, n, offset), buffer, n, offset_ + offset);
+    const ssize_t direct = move(fd_, buffer, whole, offset_ + offset);
+    if (direct != static_cast<ssize_t>(whole)) return direct;
+    const ssize_t tail = move(buffered_fd_, buffer + whole, n - whole, offset_ + offset + whole);
+    return tail < 0 ? tail : direct + tail;
   }
 
   int fd_;
