@@ -167,7 +167,11 @@ TEST(FileStore, ARunEndingInAPartialPageGoesDirectExceptItsTail) {
   const std::vector<bool> only_the_tail = {false, false, false, true};
 
   drop_cached_pages(file);
-  ASSERT_EQ(cached_pages(file, 4), std::vector<bool>(4, false)) << "the page cache cannot be dropped here";
+  // tmpfs (O_DIRECT since Linux 6.6) keeps its files in the page cache: nothing there tells the paths apart.
+  if (cached_pages(file, 4) != std::vector<bool>(4, false)) {
+    std::free(memory);
+    GTEST_SKIP() << "this file system keeps the file's pages cached (tmpfs): the page cache cannot show the path";
+  }
   ASSERT_EQ(store->read(bytes, 4 * page, 0), static_cast<ssize_t>(window));
   EXPECT_EQ(cached_pages(file, 4), only_the_tail);
   std::uint64_t wrong = 0;
