@@ -19,6 +19,15 @@ Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_wat
       policy_(std::move(policy)),
       stripes_(kStripes) {}
 
+Buffer::Marks Buffer::marks() const {
+  const std::uint64_t mapped = mapped_.load(std::memory_order_acquire);
+  if (mapped <= capacity_) return {capacity_ + 1, capacity_};
+  const std::uint64_t excess = mapped - capacity_, free_at_low = capacity_ - low_water_;
+  if (excess >= free_at_low) return {high_water_, low_water_};
+  const std::uint64_t high = capacity_ - (capacity_ - high_water_) * excess / free_at_low;
+  return {high, std::min(capacity_ - excess, high - 1)};
+}
+
 bool Buffer::try_reserve(std::uint64_t units) {
   std::uint64_t r = resident_.load(std::memory_order_relaxed);
   while (r + units <= capacity_) {
@@ -26,7 +35,7 @@ bool Buffer::try_reserve(std::uint64_t units) {
       std::uint64_t peak = peak_.load(std::memory_order_relaxed);
       while (r + units > peak && !peak_.compare_exchange_weak(peak, r + units, std::memory_order_relaxed)) {
       }
-      if (r + units >= high_water_) notify_evictors();
+      if (r + units >= marks().high) notify_evictors();
       return true;
     }
   }
@@ -48,7 +57,8 @@ bool Buffer::reserve(std::uint64_t units, const std::function<bool()>& make_room
 std::uint64_t Buffer::claim_evictions(std::uint64_t most) {
   std::uint64_t evicting = evicting_.load(std::memory_order_acquire);
   for (;;) {
-    std::uint64_t target = resident() > low_water_ ? resident() - low_water_ : 0;
+    const std::uint64_t low = marks().low;
+    std::uint64_t target = resident() > low ? resident() - low : 0;
     std::uint64_t share = target > evicting ? std::min(most, target - evicting) : 0;
     if (share == 0) return 0;
     if (evicting_.compare_exchange_weak(evicting, evicting + share, std::memory_order_acq_rel)) return share;
@@ -69,7 +79,7 @@ void Buffer::notify_evictors() {
 
 bool Buffer::wait_for_pressure(const std::atomic<bool>& stop) {
   std::unique_lock<std::mutex> lock(pressure_mutex_);
-  pressure_.wait(lock, [&] { return stop.load() || resident() >= high_water_; });
+  pressure_.wait(lock, [&] { return stop.load() || resident() >= marks().high; });
   return !stop.load();
 }
 

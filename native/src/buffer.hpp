@@ -1,6 +1,7 @@
 // The buffer shared by all regions of a pager: at most `capacity` units resident (PageMemory::unit; a page takes
 // its region's `units`). A page's units are reserved before it is filled and released when it is evicted.
-// Crossing the high water mark wakes the evictors, who drain to the low water mark.
+// Crossing the high water mark wakes the evictors, who drain to the low water mark. The marks are set for regions
+// far larger than the buffer; where the mapped regions are not, they move up towards the capacity (marks()).
 #pragma once
 
 #include <algorithm>
@@ -29,11 +30,17 @@ class Buffer {
   bool reserve(std::uint64_t units, const std::function<bool()>& make_room);
   // Gives back `units` (an eviction batch's at once: one wake-up, not one a page).
   void release(std::uint64_t units);
-  // Whether a region of `region_units` fits below the high water mark, and `units` more of it can be read now
-  // without evicting anything.
+  // Whether `units` more pages of a region of `region_units` can be read around a fault without evicting anything
+  // for them: the region fits below the high water mark and they do too, or it is at most twice as large, the
+  // buffer is still filling (it has never reached the mark) and they fit below it beside every page read so far.
   bool has_room(std::uint64_t region_units, std::uint64_t units) const {
-    return region_units < high_water_ && resident() + units < high_water_;
+    const std::uint64_t high = marks().high;
+    if (region_units < high) return resident() + units < high;
+    return region_units < 2 * high && peak_resident() + units < high;
   }
+  // The regions' pages come and go: `units` of pages mapped, or unmapped.
+  void map_units(std::uint64_t units) { mapped_.fetch_add(units, std::memory_order_acq_rel); }
+  void unmap_units(std::uint64_t units) { mapped_.fetch_sub(units, std::memory_order_acq_rel); }
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
@@ -46,7 +53,7 @@ class Buffer {
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }  // in units
   std::uint64_t peak_resident() const { return peak_.load(std::memory_order_relaxed); }  // the most at once, so far
   std::uint64_t capacity() const { return capacity_; }
-  std::uint64_t low_water() const { return low_water_; }
+  std::uint64_t low_water() const { return low_water_; }  // as configured, whatever marks() makes of it
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }
   // Serializes every change of one page's state (fill, write-back, eviction). Consecutive pages share a
@@ -62,6 +69,14 @@ class Buffer {
   std::vector<std::unique_lock<std::mutex>> lock_run(const Region& region, std::uint64_t first, std::uint64_t count);
 
  private:
+  struct Marks {
+    std::uint64_t high, low;
+  };
+  // The marks eviction works between. Out of core, the configured ones. Where the mapped regions exceed the buffer
+  // by less than the low water mark leaves free, draining to it would keep more free than is ever missing, and a
+  // program reading them at random would miss that much more often: both marks then leave free space in
+  // proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need go.
+  Marks marks() const;
   struct alignas(64) Stripe {
     std::mutex m;
   };
@@ -74,6 +89,7 @@ class Buffer {
   std::atomic<std::uint64_t> resident_{0};
   std::atomic<std::uint64_t> peak_{0};
   std::atomic<std::uint64_t> evicting_{0};  // claimed by evictors, not yet evicted
+  std::atomic<std::uint64_t> mapped_{0};    // the mapped regions' pages
   std::vector<Stripe> stripes_;
 
   std::mutex pressure_mutex_;

@@ -132,9 +132,11 @@ class PagerImpl {
     }
     const bool kept_writes = kept != nullptr;
     const std::uint64_t run_pages = memory_.run_pages(page);
-    regions_.add(std::make_shared<Region>(next_region_id_++, base, length, page, memory_.units_of(page), std::move(store),
-                                          writable, track_writes, ReadAheadStreams::for_region(config_, page, run_pages),
-                                          std::move(kept)));
+    auto region = std::make_shared<Region>(next_region_id_++, base, length, page, memory_.units_of(page),
+                                           std::move(store), writable, track_writes,
+                                           ReadAheadStreams::for_region(config_, page, run_pages), std::move(kept));
+    buffer_.map_units(region->page_count * region->units);
+    regions_.add(std::move(region));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" +
                              (huge_pages_ ? ", in 2 MiB huge pages" : "") +
@@ -207,6 +209,7 @@ class PagerImpl {
       std::lock_guard<std::mutex> lock(pin_mutex_);
       pinned_units_ -= pinned * region->units;
     }
+    buffer_.unmap_units(region->page_count * region->units);
     log(LogLevel::kInfo, "unmapped the region at " + address_text(region->base));
     if (err != 0) errno = err;
     return err == 0;

@@ -8,6 +8,9 @@
 // page it adds: binary-search lookups in 1 GiB through a 256 MiB buffer read 7x the bytes and ran at half the
 // rate when blocks were chosen by how far later faults fell from sampled ones, so there a fault reads its page
 // and streams alone grow the unit (read_ahead.hpp), but for a thread closing in on a spot (converging_faults.hpp).
+// Between the two, a region at most twice the room: while the buffer first fills, a block evicts nothing either,
+// and most of what the buffer will hold is what a random reader touches, so blocks fill it; once it has filled,
+// a fault reads its page as out of core (Buffer::has_room).
 #pragma once
 
 #include <algorithm>

@@ -228,6 +228,33 @@ TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
+// A file about the buffer's size, read in random order: while the buffer fills for the first time a fault reads the
+// block around it (it evicts nothing then), and once the buffer has filled, its own page (read_around.hpp).
+TEST(ReadFaults, AFileAboutTheBuffersSizeFillsItInBlocksThenReadsAPageAFault) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const std::uint64_t pages = (std::uint64_t{16} << 20) / page;
+  ScratchFile file(pages * page);
+  Pager pager(reading_as_the_defaults(small_config(page, pages)));
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+  std::uint64_t wrong = 0, i = 0;
+  auto touch = [&] {
+    const std::uint64_t at = (i * 2654435761u) % pages * page + i % page;  // every page once, in random order
+    wrong += bytes[at] != pattern_byte(at, 1);
+    ++i;
+  };
+  while (i < pages && pager.stats().evictions == 0) touch();
+  const Stats filled = pager.stats();
+  EXPECT_GT(filled.evictions, 0u) << filled.to_json();
+  EXPECT_GT(filled.fills, 8 * filled.read_faults) << "the buffer filled in blocks: " << filled.to_json();
+  while (i < pages) touch();
+  EXPECT_EQ(wrong, 0u);
+  const Stats after = pager.stats();
+  EXPECT_GT(after.read_faults, filled.read_faults) << after.to_json();
+  EXPECT_EQ(after.read_around_pages, filled.read_around_pages) << "no block once filled: " << after.to_json();
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
 // STREAM's pattern in a buffer far smaller than its arrays: two arrays read and a third written, a page of each
 // in turn. The three streams' read-ahead windows together stay within what eviction leaves free, so each page is
 // read about once; with a window of a quarter of the buffer each, read-ahead evicted its own pages before the

@@ -1,0 +1,66 @@
+// The buffer's eviction marks against the mapped regions' size (buffer.hpp): the configured ones out of core, ones
+// that follow the excess where the regions exceed the buffer by little, none where they fit.
+#include <gtest/gtest.h>
+
+#include "buffer.hpp"
+
+namespace autopager {
+namespace {
+
+// A buffer of 100 units, marks 90 and 70, its `resident` units reserved and `mapped` units of regions mapped;
+// the units its evictors would take out.
+std::uint64_t evictions(std::uint64_t mapped, std::uint64_t resident) {
+  Buffer buffer(100, 90, 70, make_fifo_policy());
+  buffer.map_units(mapped);
+  EXPECT_TRUE(buffer.try_reserve(resident));
+  const std::uint64_t share = buffer.claim_evictions(1000);
+  buffer.end_evictions(share);
+  return share;
+}
+
+TEST(BufferMarks, OutOfCoreTheConfiguredMarks) {
+  EXPECT_EQ(evictions(130, 100), 30u);  // regions 30 units larger than the buffer: down to the low mark, 70
+  EXPECT_EQ(evictions(1000, 90), 20u);
+}
+
+TEST(BufferMarks, RegionsThatFitAreNeverEvicted) {
+  EXPECT_EQ(evictions(100, 100), 0u);
+  EXPECT_EQ(evictions(60, 60), 0u);
+}
+
+TEST(BufferMarks, RegionsALittleLargerThanTheBufferKeepFreeAsMuchAsTheyExceedIt) {
+  EXPECT_EQ(evictions(106, 100), 6u);   // the low mark 94: free as much as the excess
+  EXPECT_EQ(evictions(115, 100), 15u);  // 85
+  EXPECT_EQ(evictions(129, 100), 29u);  // 71: the configured 70 from an excess of 30 on
+}
+
+TEST(BufferMarks, TheMarksFollowRegionsMappedAndUnmapped) {
+  Buffer buffer(100, 90, 70, make_fifo_policy());
+  buffer.map_units(80);
+  ASSERT_TRUE(buffer.try_reserve(80));
+  EXPECT_EQ(buffer.claim_evictions(1000), 0u);
+  buffer.map_units(100);  // 180 in all: the configured marks
+  std::uint64_t share = buffer.claim_evictions(1000);
+  EXPECT_EQ(share, 10u);
+  buffer.end_evictions(share);
+  buffer.unmap_units(100);
+  EXPECT_EQ(buffer.claim_evictions(1000), 0u);
+}
+
+// Read-around blocks (read_around.hpp): in a region that fits below the high mark while they do; in one up to twice
+// the mark's size only while the buffer fills, never once it has reached the mark.
+TEST(BufferMarks, BlocksAroundFaultsWhileTheyEvictNothing) {
+  Buffer buffer(100, 90, 70, make_fifo_policy());
+  buffer.map_units(1000);  // out of core: marks 90 and 70
+  EXPECT_TRUE(buffer.has_room(80, 5));
+  EXPECT_TRUE(buffer.has_room(170, 5));
+  EXPECT_FALSE(buffer.has_room(190, 5));
+  ASSERT_TRUE(buffer.try_reserve(89));
+  EXPECT_FALSE(buffer.has_room(170, 5));
+  buffer.release(40);
+  EXPECT_TRUE(buffer.has_room(80, 5)) << "the region fits below the mark";
+  EXPECT_FALSE(buffer.has_room(170, 5)) << "the buffer has filled once";
+}
+
+}  // namespace
+}  // namespace autopager
