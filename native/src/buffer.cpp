@@ -17,15 +17,38 @@ Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_wat
       high_water_(std::max<std::uint64_t>(1, (capacity * high_water_pct + 99) / 100)),
       low_water_(std::min(capacity * low_water_pct / 100, high_water_ - 1)),
       policy_(std::move(policy)),
-      stripes_(kStripes) {}
+      stripes_(kStripes) {
+  set_marks(0);
+}
 
-Buffer::Marks Buffer::marks() const {
-  const std::uint64_t mapped = mapped_.load(std::memory_order_acquire);
-  if (mapped <= capacity_) return {capacity_ + 1, capacity_};
-  const std::uint64_t excess = mapped - capacity_, free_at_low = capacity_ - low_water_;
-  if (excess >= free_at_low) return {high_water_, low_water_};
-  const std::uint64_t high = capacity_ - (capacity_ - high_water_) * excess / free_at_low;
-  return {high, std::min(capacity_ - excess, high - 1)};
+void Buffer::set_marks(std::uint64_t mapped) {
+  std::uint64_t high = capacity_ + 1, low = capacity_;
+  if (mapped > capacity_) {
+    const std::uint64_t excess = mapped - capacity_, free_at_low = capacity_ - low_water_;
+    high = high_water_;
+    low = low_water_;
+    if (excess < free_at_low) {
+      high = capacity_ - (capacity_ - high_water_) * excess / free_at_low;
+      low = std::min(capacity_ - excess, high - 1);
+    }
+  }
+  high_mark_.store(high, std::memory_order_release);
+  low_mark_.store(low, std::memory_order_release);
+}
+
+void Buffer::map_units(std::uint64_t units) {
+  {
+    std::lock_guard<std::mutex> lock(mapping_mutex_);
+    mapped_ += units;
+    set_marks(mapped_);
+  }
+  if (resident() >= high_mark()) notify_evictors();
+}
+
+void Buffer::unmap_units(std::uint64_t units) {
+  std::lock_guard<std::mutex> lock(mapping_mutex_);
+  mapped_ -= units;
+  set_marks(mapped_);
 }
 
 bool Buffer::try_reserve(std::uint64_t units) {
@@ -35,7 +58,7 @@ bool Buffer::try_reserve(std::uint64_t units) {
       std::uint64_t peak = peak_.load(std::memory_order_relaxed);
       while (r + units > peak && !peak_.compare_exchange_weak(peak, r + units, std::memory_order_relaxed)) {
       }
-      if (r + units >= marks().high) notify_evictors();
+      if (r + units >= high_mark()) notify_evictors();
       return true;
     }
   }
@@ -57,7 +80,7 @@ bool Buffer::reserve(std::uint64_t units, const std::function<bool()>& make_room
 std::uint64_t Buffer::claim_evictions(std::uint64_t most) {
   std::uint64_t evicting = evicting_.load(std::memory_order_acquire);
   for (;;) {
-    const std::uint64_t low = marks().low;
+    const std::uint64_t low = low_mark();
     std::uint64_t target = resident() > low ? resident() - low : 0;
     std::uint64_t share = target > evicting ? std::min(most, target - evicting) : 0;
     if (share == 0) return 0;
@@ -79,7 +102,7 @@ void Buffer::notify_evictors() {
 
 bool Buffer::wait_for_pressure(const std::atomic<bool>& stop) {
   std::unique_lock<std::mutex> lock(pressure_mutex_);
-  pressure_.wait(lock, [&] { return stop.load() || resident() >= marks().high; });
+  pressure_.wait(lock, [&] { return stop.load() || resident() >= high_mark(); });
   return !stop.load();
 }
 

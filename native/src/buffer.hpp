@@ -1,7 +1,7 @@
 // The buffer shared by all regions of a pager: at most `capacity` units resident (PageMemory::unit; a page takes
 // its region's `units`). A page's units are reserved before it is filled and released when it is evicted.
 // Crossing the high water mark wakes the evictors, who drain to the low water mark. The marks are set for regions
-// far larger than the buffer; where the mapped regions are not, they move up towards the capacity (marks()).
+// far larger than the buffer; where the mapped regions are not, they move up towards the capacity (set_marks()).
 #pragma once
 
 #include <algorithm>
@@ -34,13 +34,13 @@ class Buffer {
   // for them: the region fits below the high water mark and they do too, or it is at most twice as large, the
   // buffer is still filling (it has never reached the mark) and they fit below it beside every page read so far.
   bool has_room(std::uint64_t region_units, std::uint64_t units) const {
-    const std::uint64_t high = marks().high;
+    const std::uint64_t high = high_mark();
     if (region_units < high) return resident() + units < high;
     return region_units < 2 * high && peak_resident() + units < high;
   }
-  // The regions' pages come and go: `units` of pages mapped, or unmapped.
-  void map_units(std::uint64_t units) { mapped_.fetch_add(units, std::memory_order_acq_rel); }
-  void unmap_units(std::uint64_t units) { mapped_.fetch_sub(units, std::memory_order_acq_rel); }
+  // The regions' pages come and go: `units` of pages mapped, or unmapped. The marks move with them.
+  void map_units(std::uint64_t units);
+  void unmap_units(std::uint64_t units);
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
@@ -53,7 +53,7 @@ class Buffer {
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }  // in units
   std::uint64_t peak_resident() const { return peak_.load(std::memory_order_relaxed); }  // the most at once, so far
   std::uint64_t capacity() const { return capacity_; }
-  std::uint64_t low_water() const { return low_water_; }  // as configured, whatever marks() makes of it
+  std::uint64_t low_water() const { return low_water_; }  // as configured, whatever set_marks() makes of it
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }
   // Serializes every change of one page's state (fill, write-back, eviction). Consecutive pages share a
@@ -69,14 +69,14 @@ class Buffer {
   std::vector<std::unique_lock<std::mutex>> lock_run(const Region& region, std::uint64_t first, std::uint64_t count);
 
  private:
-  struct Marks {
-    std::uint64_t high, low;
-  };
-  // The marks eviction works between. Out of core, the configured ones. Where the mapped regions exceed the buffer
-  // by less than the low water mark leaves free, draining to it would keep more free than is ever missing, and a
-  // program reading them at random would miss that much more often: both marks then leave free space in
-  // proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need go.
-  Marks marks() const;
+  // Sets the marks eviction works between for `mapped` units of regions. Out of core, the configured ones. Where the
+  // regions exceed the buffer by less than the low water mark leaves free, draining to it would keep more free than
+  // is ever missing, and a program reading them at random would miss that much more often: both marks then leave
+  // free space in proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need
+  // go. Called with mapping_mutex_ held.
+  void set_marks(std::uint64_t mapped);
+  std::uint64_t high_mark() const { return high_mark_.load(std::memory_order_acquire); }
+  std::uint64_t low_mark() const { return low_mark_.load(std::memory_order_acquire); }
   struct alignas(64) Stripe {
     std::mutex m;
   };
@@ -89,7 +89,11 @@ class Buffer {
   std::atomic<std::uint64_t> resident_{0};
   std::atomic<std::uint64_t> peak_{0};
   std::atomic<std::uint64_t> evicting_{0};  // claimed by evictors, not yet evicted
-  std::atomic<std::uint64_t> mapped_{0};    // the mapped regions' pages
+  std::mutex mapping_mutex_;
+  std::uint64_t mapped_ = 0;                // the mapped regions' units, guarded by mapping_mutex_
+  // Each read on its own (every user needs one of them), so a change may be seen one before the other.
+  std::atomic<std::uint64_t> high_mark_;
+  std::atomic<std::uint64_t> low_mark_;
   std::vector<Stripe> stripes_;
 
   std::mutex pressure_mutex_;

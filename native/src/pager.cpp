@@ -135,7 +135,7 @@ class PagerImpl {
     auto region = std::make_shared<Region>(next_region_id_++, base, length, page, memory_.units_of(page),
                                            std::move(store), writable, track_writes,
                                            ReadAheadStreams::for_region(config_, page, run_pages), std::move(kept));
-    buffer_.map_units(region->page_count * region->units);
+    buffer_.map_units(region->total_units());
     regions_.add(std::move(region));
     log(LogLevel::kInfo, "mapped " + std::to_string(length) + " bytes at " + address_text(base) + " in pages of " +
                              std::to_string(page) + " bytes" +
@@ -209,7 +209,7 @@ class PagerImpl {
       std::lock_guard<std::mutex> lock(pin_mutex_);
       pinned_units_ -= pinned * region->units;
     }
-    buffer_.unmap_units(region->page_count * region->units);
+    buffer_.unmap_units(region->total_units());
     log(LogLevel::kInfo, "unmapped the region at " + address_text(region->base));
     if (err != 0) errno = err;
     return err == 0;

@@ -75,7 +75,7 @@ class Paging {
   // Whether the whole region fits in the buffer and `pages` more of it can be read in now without evicting
   // anything (Buffer::has_room).
   bool has_room(const Region& region, std::uint64_t pages) const {
-    return buffer_.has_room(region.page_count * region.units, pages * region.units);
+    return buffer_.has_room(region.total_units(), pages * region.units);
   }
   Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const Reserve& reserve);
   bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);

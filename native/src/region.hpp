@@ -73,6 +73,7 @@ struct Region : std::enable_shared_from_this<Region> {
   const std::unique_ptr<KeptMemory> kept;
 
   std::size_t mapped_length() const { return page_count * page_size; }
+  std::uint64_t total_units() const { return page_count * units; }  // of the buffer, were every page resident
   bool contains(const void* address) const {
     auto a = static_cast<const char*>(address);
     return a >= base && a < base + mapped_length();

@@ -2,6 +2,10 @@
 // that follow the excess where the regions exceed the buffer by little, none where they fit.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+
 #include "buffer.hpp"
 
 namespace autopager {
@@ -45,6 +49,22 @@ TEST(BufferMarks, TheMarksFollowRegionsMappedAndUnmapped) {
   buffer.end_evictions(share);
   buffer.unmap_units(100);
   EXPECT_EQ(buffer.claim_evictions(1000), 0u);
+}
+
+TEST(BufferMarks, ARegionMappedOverAFullBufferWakesTheEvictors) {
+  Buffer buffer(100, 90, 70, make_fifo_policy());
+  buffer.map_units(95);
+  ASSERT_TRUE(buffer.try_reserve(95));  // the regions fit: nothing to evict
+  std::atomic<bool> stop{false};
+  auto evictor = std::async(std::launch::async, [&] { return buffer.wait_for_pressure(stop); });
+  EXPECT_EQ(evictor.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  buffer.map_units(1000);  // out of core: the high mark drops to 90, below what is resident
+  const bool woke = evictor.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  stop = true;
+  buffer.wake_all();
+  EXPECT_TRUE(woke) << "the evictor slept on";
+  EXPECT_EQ(evictor.get(), woke);
+  EXPECT_EQ(buffer.claim_evictions(1000), 25u);
 }
 
 // Read-around blocks (read_around.hpp): in a region that fits below the high mark while they do; in one up to twice
