@@ -73,7 +73,7 @@ class Buffer {
   // regions exceed the buffer by less than the low water mark leaves free, draining to it would keep more free than
   // is ever missing, and a program reading them at random would miss that much more often: both marks then leave
   // free space in proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need
-  // go. Called with mapping_mutex_ held.
+  // go. Called with mapping_mutex_ held, or by the constructor.
   void set_marks(std::uint64_t mapped);
   std::uint64_t high_mark() const { return high_mark_.load(std::memory_order_acquire); }
   std::uint64_t low_mark() const { return low_mark_.load(std::memory_order_acquire); }
