@@ -246,7 +246,9 @@ TEST(ReadFaults, AFileAboutTheBuffersSizeFillsItInBlocksThenReadsAPageAFault) {
   while (i < pages && pager.stats().evictions == 0) touch();
   const Stats filled = pager.stats();
   EXPECT_GT(filled.evictions, 0u) << filled.to_json();
-  EXPECT_GT(filled.fills, 8 * filled.read_faults) << "the buffer filled in blocks: " << filled.to_json();
+  // Most of what filled it came in blocks (how many faults that took depends on how many landed on pages of a block
+  // still in flight).
+  EXPECT_GT(filled.read_around_pages, filled.fills / 2) << "the buffer filled in blocks: " << filled.to_json();
   while (i < pages) touch();
   EXPECT_EQ(wrong, 0u);
   const Stats after = pager.stats();
