@@ -8,11 +8,13 @@ counts the page cache the program fills through its own reads and writes, which 
 (sort rewrites its 4 GiB input before it maps it: each of its trials peaked at 4.45 GB whatever its buffer), while
 what the program holds beside the pager (its own arrays) is the same in every trial.
 
-The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better
-in both, better in one); ``smallest_within:P%`` chooses the least memory whose figure is within P% of the front's
-best, ``fastest_within:SIZE`` the best figure within SIZE of memory. The confirmation runs the chosen point and the
-front's fastest in the same interleaved rounds, with the defaults (autopager.tuner.front_confirmation); its result
-is the chosen point's, however the fastest fares.
+The front is made of the ``ok`` search and defaults' trials that no other such trial dominates (as good or better in
+both, better in one). Memory is compared with the buffer as its tie-break: where the data fits, buffers of 4 and 8
+GiB peak at the same resident bytes, and the smaller stays on the front however the noise orders their figures, so
+that a rule choosing the least memory chooses the smaller buffer. ``smallest_within:P%`` chooses the least memory
+whose figure is within P% of the front's best, ``fastest_within:SIZE`` the best figure within SIZE of memory. The
+confirmation runs the chosen point and the front's fastest in the same interleaved rounds, with the defaults
+(autopager.tuner.front_confirmation); its result is the chosen point's, however the fastest fares.
 """
 from __future__ import annotations
 
@@ -36,19 +38,25 @@ def memory_bytes(row: Trial) -> float | None:
     return row.stats.get("resident_bytes") or row.cgroup_peak_bytes or row.params.get("buffer_size")
 
 
+def footprint(row: Trial) -> tuple[float, float]:
+    """A trial's memory, then its buffer: the order in which the front and ``select`` weigh memory."""
+    memory = memory_bytes(row)
+    return memory, row.params.get("buffer_size") or memory
+
+
 def front(rows: Iterable[Trial], goal: Goal) -> list[Trial]:
     """The trials on the Pareto front of figure against memory, least memory first."""
     points = [row for row in rows if row.kind in (Kind.DEFAULT, Kind.SEARCH) and row.status is Status.OK
               and memory_bytes(row) is not None]
 
     def dominates(a: Trial, b: Trial) -> bool:
-        la, lb, ma, mb = goal.loss(a.value), goal.loss(b.value), memory_bytes(a), memory_bytes(b)
+        la, lb, ma, mb = goal.loss(a.value), goal.loss(b.value), footprint(a), footprint(b)
         return la <= lb and ma <= mb and (la < lb or ma < mb)
 
     kept = [row for row in points if not any(dominates(other, row) for other in points)]
-    unique: dict[tuple[float, float], Trial] = {}
-    for row in sorted(kept, key=lambda row: (memory_bytes(row), goal.loss(row.value), row.number)):
-        unique.setdefault((memory_bytes(row), row.value), row)  # equal points: the first trial stands for them
+    unique: dict[tuple[tuple[float, float], float], Trial] = {}
+    for row in sorted(kept, key=lambda row: (footprint(row), goal.loss(row.value), row.number)):
+        unique.setdefault((footprint(row), row.value), row)  # equal points: the first trial stands for them
     return list(unique.values())
 
 
@@ -90,7 +98,7 @@ class Selection:
         if self.rule == SMALLEST_WITHIN:
             best = goal.best(points, key=lambda row: row.value).value
             within = [row for row in points if goal.speedup(row.value, best) >= 1 / (1 + self.bound)]
-            return min(within, key=memory_bytes)
+            return min(within, key=footprint)
         within = [row for row in points if memory_bytes(row) <= self.bound]
         return goal.best(within, key=lambda row: row.value) if within else None
 

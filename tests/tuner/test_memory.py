@@ -16,7 +16,7 @@ from autopager.tuner.memory_front import Objective, Selection, front, memory_byt
 from autopager.tuner.space import pager_page_size
 from autopager.tuner.stopping import trials_without_improvement
 from autopager.tuner.table import StudyTable
-from autopager.tuner.trial import Status
+from autopager.tuner.trial import Kind, Status, Trial
 
 COMMON = ["workload=synthetic", "workload.size=1", "runner.page_cache=evict", "noise.defaults_runs=1",
           "baseline.fillers=2", "baseline.evictors=2", "baseline.max_fault_events=2",
@@ -160,6 +160,20 @@ def test_a_chosen_point_that_is_the_defaults_is_confirmed_against_the_fastest_an
     assert compared["fastest"]["trial"] == fastest and compared["ratio"] == pytest.approx(2.0, rel=0.2)
     assert "not saved: the chosen point is the defaults' own" in out
     assert "the fastest (trial" in out and "against the chosen (the defaults, trial 0, 16MiB)" in out
+
+
+def test_buffers_past_the_data_peak_alike_and_the_least_memory_is_the_smallest_buffer_whatever_the_noise():
+    gib, resident = 1 << 30, 2_281_684_992  # bfs's graph: every buffer past it peaks at the same resident bytes
+    rows = [Trial(number, Kind.SEARCH, Status.OK, seconds, {"buffer_size": buffer}, stats={"resident_bytes": peak})
+            for number, (buffer, peak, seconds) in enumerate([(1 * gib, 1 * gib, 5.0), (8 * gib, resident, 3.0),
+                                                              (4 * gib, resident, 3.1), (16 * gib, resident, 3.3),
+                                                              (2 * gib, resident, 3.2)])]
+    points = front(rows, Goal.MINIMIZE)
+    # the 16GiB buffer is slower than the 8GiB at the same memory; each smaller buffer stays, however slower
+    assert [point.params["buffer_size"] // gib for point in points] == [1, 2, 4, 8]
+    assert Selection.parse("smallest_within:10%").choose(points, Goal.MINIMIZE).params["buffer_size"] == 2 * gib
+    assert Selection.parse("smallest_within:5%").choose(points, Goal.MINIMIZE).params["buffer_size"] == 4 * gib
+    assert Selection.parse("fastest_within:3GiB").choose(points, Goal.MINIMIZE).params["buffer_size"] == 8 * gib
 
 
 def test_the_ladders_rungs_are_geometric_over_the_spaces_buffers():
