@@ -12,8 +12,10 @@ constexpr auto kEvictorGrace = std::chrono::milliseconds(2);
 
 // The marks are rounded so that even a buffer of a few pages keeps at least one page resident.
 Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
-               std::unique_ptr<EvictionPolicy> policy)
+               std::unique_ptr<EvictionPolicy> policy, std::uint64_t fit_capacity)
     : capacity_(capacity),
+      fit_capacity_(std::max(capacity, fit_capacity)),
+      limit_(capacity),
       high_water_(std::max<std::uint64_t>(1, (capacity * high_water_pct + 99) / 100)),
       low_water_(std::min(capacity * low_water_pct / 100, high_water_ - 1)),
       policy_(std::move(policy)),
@@ -23,7 +25,20 @@ Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_wat
 
 void Buffer::set_marks(std::uint64_t mapped) {
   std::uint64_t high = capacity_ + 1, low = capacity_;
-  if (mapped > capacity_) {
+  bool transient = mapped > capacity_ && mapped <= fit_capacity_;
+  if (transient && !slots_transient_.load(std::memory_order_seq_cst)) {
+    // Made transient first, then checked unused (both sequentially consistent, as note_slot_use's store and
+    // slots_transient's load): a filler that kept a slot's memory after a read had noted the use before it
+    // looked, so its use is seen here; a read it starts later gives its slot's memory back. Once transient,
+    // every slot read into since gave its memory back: the slots stay transient while the regions fit.
+    slots_transient_.store(true, std::memory_order_seq_cst);
+    transient = !slots_used_.load(std::memory_order_seq_cst);
+  }
+  slots_transient_.store(transient, std::memory_order_seq_cst);
+  if (transient) {
+    high = fit_capacity_ + 1;
+    low = fit_capacity_;
+  } else if (mapped > capacity_) {
     const std::uint64_t excess = mapped - capacity_, free_at_low = capacity_ - low_water_;
     high = high_water_;
     low = low_water_;
@@ -34,6 +49,7 @@ void Buffer::set_marks(std::uint64_t mapped) {
   }
   high_mark_.store(high, std::memory_order_release);
   low_mark_.store(low, std::memory_order_release);
+  limit_.store(transient ? fit_capacity_ : capacity_, std::memory_order_release);
 }
 
 void Buffer::map_units(std::uint64_t units) {
@@ -53,7 +69,7 @@ void Buffer::unmap_units(std::uint64_t units) {
 
 bool Buffer::try_reserve(std::uint64_t units) {
   std::uint64_t r = resident_.load(std::memory_order_relaxed);
-  while (r + units <= capacity_) {
+  while (r + units <= limit()) {
     if (resident_.compare_exchange_weak(r, r + units, std::memory_order_acq_rel)) {
       std::uint64_t peak = peak_.load(std::memory_order_relaxed);
       while (r + units > peak && !peak_.compare_exchange_weak(peak, r + units, std::memory_order_relaxed)) {
@@ -70,9 +86,9 @@ bool Buffer::reserve(std::uint64_t units, const std::function<bool()>& make_room
   while (!try_reserve(units)) {
     {
       std::unique_lock<std::mutex> lock(pressure_mutex_);
-      slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() + units <= capacity_; });
+      slot_freed_.wait_for(lock, kEvictorGrace, [&] { return resident() + units <= limit(); });
     }
-    if (resident() + units > capacity_ && !make_room()) return false;
+    if (resident() + units > limit() && !make_room()) return false;
   }
   return true;
 }

@@ -2,6 +2,9 @@
 // its region's `units`). A page's units are reserved before it is filled and released when it is evicted.
 // Crossing the high water mark wakes the evictors, who drain to the low water mark. The marks are set for regions
 // far larger than the buffer; where the mapped regions are not, they move up towards the capacity (set_marks()).
+// Where the regions fit the buffer whole but not beside the fillers' read slots and the write-back slots, the slots
+// give their memory back after each use instead and the pages may take the whole buffer (`fit_capacity`):
+// docs/DESIGN.md, "Pager: the memory bound".
 #pragma once
 
 #include <algorithm>
@@ -20,8 +23,9 @@ namespace autopager {
 
 class Buffer {
  public:
+  // `fit_capacity` (at least `capacity`): the units pages may take while the slots' memory is transient.
   Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
-         std::unique_ptr<EvictionPolicy> policy);
+         std::unique_ptr<EvictionPolicy> policy, std::uint64_t fit_capacity = 0);
 
   // Takes `units` when they are free, without waiting.
   bool try_reserve(std::uint64_t units);
@@ -42,6 +46,15 @@ class Buffer {
   void map_units(std::uint64_t units);
   void unmap_units(std::uint64_t units);
 
+  // Called before every use of a read slot or a write-back slot: once one has kept its memory, the slots are never
+  // made transient (a slot's memory is in no page's units).
+  void note_slot_use() { slots_used_.store(true, std::memory_order_seq_cst); }
+  // After note_slot_use: whether the slot must give its memory back after this use (the slots are transient, or
+  // were until regions mapped since took their share back and the pages have not yet been evicted below it).
+  bool slots_transient() const {
+    return slots_transient_.load(std::memory_order_seq_cst) || resident() > capacity_;
+  }
+
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
   // An evictor's share of the units to evict down to the low water mark, at most `most`: evictors
@@ -52,7 +65,8 @@ class Buffer {
 
   std::uint64_t resident() const { return resident_.load(std::memory_order_acquire); }  // in units
   std::uint64_t peak_resident() const { return peak_.load(std::memory_order_relaxed); }  // the most at once, so far
-  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t capacity() const { return capacity_; }  // without the slots' share
+  std::uint64_t limit() const { return limit_.load(std::memory_order_acquire); }  // what reservations may take now
   std::uint64_t low_water() const { return low_water_; }  // as configured, whatever set_marks() makes of it
   EvictionPolicy& policy() { return *policy_; }
   const EvictionPolicy& policy() const { return *policy_; }
@@ -73,7 +87,8 @@ class Buffer {
   // regions exceed the buffer by less than the low water mark leaves free, draining to it would keep more free than
   // is ever missing, and a program reading them at random would miss that much more often: both marks then leave
   // free space in proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need
-  // go. Called with mapping_mutex_ held, or by the constructor.
+  // go, and where they fit only with the slots' share, the slots are made transient (unless one has been used).
+  // Called with mapping_mutex_ held, or by the constructor.
   void set_marks(std::uint64_t mapped);
   std::uint64_t high_mark() const { return high_mark_.load(std::memory_order_acquire); }
   std::uint64_t low_mark() const { return low_mark_.load(std::memory_order_acquire); }
@@ -83,6 +98,10 @@ class Buffer {
   void notify_evictors();
 
   const std::uint64_t capacity_;
+  const std::uint64_t fit_capacity_;
+  std::atomic<std::uint64_t> limit_;
+  std::atomic<bool> slots_used_{false};
+  std::atomic<bool> slots_transient_{false};
   const std::uint64_t high_water_;
   const std::uint64_t low_water_;
   std::unique_ptr<EvictionPolicy> policy_;

@@ -142,12 +142,14 @@ void Filler::start_run(const PageRun& run) {
     const unsigned id = run_read_base_ + slot;
     pending_[id] = PendingRead{run.region, first, count, run.lead, FillRequest::speculative(),
                                std::chrono::steady_clock::now(), extent.length};
+    paging_.note_slot_use();
     reads_.read(id, data, extent.fd, extent.offset, extent.length);
     return;
   }
+  paging_.note_slot_use();
   const ssize_t got = Paging::read_store(*region.store, data, bytes, region.page_offset(first), 1);
   paging_.finish_run(run.region, first, count, data, got);
-  run_slots_->release(slot);
+  release_read(*run_slots_, slot);
   pool_.continue_read_ahead(run.region, run.lead);
 }
 
@@ -167,6 +169,7 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
     return Start::kNotNeeded;
   }
   pending_[slot] = PendingRead{region, page, 1, page, request, read_at, extent.length};
+  paging_.note_slot_use();
   reads_.read(slot, slots_.buffer(slot), extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
@@ -176,9 +179,10 @@ bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const Fi
   const auto fill_start = std::chrono::steady_clock::now();
   // While it waits for a buffer slot, the filler completes its reads in flight: their pages hold slots
   // too, and an unmap waits for them.
+  paging_.note_slot_use();
   const bool filled =
       paging_.fill(region, page, request, slots_.buffer(slot), [this](const Region& r) { return reserve_slot(r); });
-  slots_.release(slot);
+  release_read(slots_, slot);
   if (filled && request.demand) pool_.record_fill_time(nanoseconds_since(fill_start));
   return filled;
 }
@@ -225,8 +229,13 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
   if (read.request.demand) record_service(read.read_at);
   else pool_.continue_read_ahead(read.region, read.lead);
   read.region.reset();
-  if (run_slot) run_slots_->release(completion.slot - run_read_base_);
-  else slots_.release(completion.slot);
+  if (run_slot) release_read(*run_slots_, completion.slot - run_read_base_);
+  else release_read(slots_, completion.slot);
+}
+
+void Filler::release_read(ReadSlots& slots, unsigned slot) {
+  if (paging_.slots_transient()) slots.give_back_memory(slot);
+  slots.release(slot);
 }
 
 void Filler::record_service(std::chrono::steady_clock::time_point read_at) {

@@ -94,6 +94,8 @@ class Filler {
   bool fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A free slot, waiting for this filler's reads in flight to free one.
   unsigned take_slot();
+  // Frees a slot a read used; while the slots are transient (Paging::slots_transient), its memory too.
+  void release_read(ReadSlots& slots, unsigned slot);
   // A demand fill's units of the buffer for a page of `region`; never sleeps for them while this filler's own
   // reads are in flight. False when they cannot be had (Paging::reserve_slot), or once the region is closing.
   bool reserve_slot(const Region& region);

@@ -49,7 +49,8 @@ PageMemory plan_page_memory(const Config& config) {
     plan.write_staging_slots = config.evictors;
     plan.write_staging_bytes = static_cast<std::size_t>(staging_bytes);
   }
-  plan.resident_units = pages * plan.units_of(config.page_size) - std::uint64_t{plan.fillers} * filler_units -
+  plan.buffer_units = pages * plan.units_of(config.page_size);
+  plan.resident_units = plan.buffer_units - std::uint64_t{plan.fillers} * filler_units -
                         plan.write_staging_slots * staging_bytes / plan.unit;
   return plan;
 }

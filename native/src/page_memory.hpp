@@ -26,6 +26,9 @@ struct PageMemory {
   unsigned write_staging_slots = 0;
   std::size_t write_staging_bytes = 0;
   std::uint64_t resident_units = 0;  // the buffer's units less every filler's slots and the write-back slots
+  // All the buffer's units: what the resident pages may take where the regions fit in it whole and the slots give
+  // their memory back after every read (Buffer::slots_transient).
+  std::uint64_t buffer_units = 0;
 
   std::uint64_t units_of(std::size_t page_size) const { return (page_size + unit - 1) / unit; }
   // The pages of `page_size` one read covers: a run slot's worth, or one.

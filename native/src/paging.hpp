@@ -78,6 +78,9 @@ class Paging {
     return buffer_.has_room(region.total_units(), pages * region.units);
   }
   Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const Reserve& reserve);
+  // For the fillers' read slots: Buffer::note_slot_use, Buffer::slots_transient.
+  void note_slot_use() { buffer_.note_slot_use(); }
+  bool slots_transient() const { return buffer_.slots_transient(); }
   bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);
   // The same for a run of speculative pages read with one request. claim_run() claims up to `most` absent
   // pages from `lead` in `direction`: the first it can, and those after it up to one it cannot (resident,

@@ -19,4 +19,6 @@ unsigned ReadSlots::acquire() {
   return slot;
 }
 
+void ReadSlots::give_back_memory(unsigned slot) { madvise(buffer(slot), slot_size_, MADV_DONTNEED); }
+
 }  // namespace autopager

@@ -20,6 +20,8 @@ class ReadSlots {
   // Takes a free slot (has_free() must hold).
   unsigned acquire();
   void release(unsigned slot) { free_.push_back(slot); }
+  // Drops what the slot holds (its memory goes back to the system; the next read into it faults it in anew).
+  void give_back_memory(unsigned slot);
   char* buffer(unsigned slot) const { return area_ + static_cast<std::size_t>(slot) * slot_size_; }
 
  private:

@@ -82,5 +82,57 @@ TEST(BufferMarks, BlocksAroundFaultsWhileTheyEvictNothing) {
   EXPECT_FALSE(buffer.has_room(170, 5)) << "the buffer has filled once";
 }
 
+// A buffer of 100 units for pages beside the read slots, 110 without them (Buffer's fit_capacity): regions of 100-110
+// units take the slots' share, whose memory is then given back after each read.
+TEST(BufferSlots, RegionsThatFitOnlyInTheSlotsShareTakeItAndNothingIsEvicted) {
+  Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
+  buffer.map_units(100);
+  EXPECT_FALSE(buffer.slots_transient()) << "they fit beside the slots";
+  buffer.map_units(8);
+  EXPECT_TRUE(buffer.slots_transient());
+  EXPECT_EQ(buffer.limit(), 110u);
+  ASSERT_TRUE(buffer.try_reserve(108));
+  EXPECT_EQ(buffer.claim_evictions(1000), 0u);
+  EXPECT_TRUE(buffer.has_room(108, 2));
+  EXPECT_FALSE(buffer.try_reserve(3));
+  buffer.note_slot_use();
+  buffer.map_units(2);  // 110: still within, and the slots have held no page since they became transient
+  EXPECT_TRUE(buffer.slots_transient());
+  EXPECT_TRUE(buffer.try_reserve(2));
+}
+
+TEST(BufferSlots, SlotsReadIntoBeforeTheRegionsWereMappedKeepTheirShare) {
+  Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
+  buffer.note_slot_use();
+  buffer.map_units(105);
+  EXPECT_FALSE(buffer.slots_transient());
+  EXPECT_EQ(buffer.limit(), 100u);
+  EXPECT_FALSE(buffer.try_reserve(101));
+  ASSERT_TRUE(buffer.try_reserve(100));
+  const std::uint64_t share = buffer.claim_evictions(1000);
+  EXPECT_EQ(share, 5u) << "the low mark leaves free the 5 units over the buffer";
+  buffer.end_evictions(share);
+}
+
+// Regions mapped past the slots' share take it back: reservations stop at 100 and the pages above it are evicted;
+// until they are, the slots keep giving their memory back.
+TEST(BufferSlots, RegionsMappedPastTheShareTakeItBackAndTheSlotsStayTransientUntilEvictedBelowIt) {
+  Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
+  buffer.map_units(105);
+  ASSERT_TRUE(buffer.try_reserve(105));
+  buffer.map_units(20);  // 125: 25 over the buffer
+  EXPECT_EQ(buffer.limit(), 100u);
+  EXPECT_TRUE(buffer.slots_transient()) << "105 units resident over a buffer of 100";
+  EXPECT_FALSE(buffer.try_reserve(1));
+  const std::uint64_t share = buffer.claim_evictions(1000);
+  EXPECT_EQ(share, 30u) << "down to the low mark, 75";
+  buffer.release(share);
+  buffer.end_evictions(share);
+  EXPECT_FALSE(buffer.slots_transient());
+  buffer.note_slot_use();  // a read into a slot that keeps its memory
+  buffer.unmap_units(20);
+  EXPECT_FALSE(buffer.slots_transient()) << "slots read into while they held pages keep their share";
+}
+
 }  // namespace
 }  // namespace autopager

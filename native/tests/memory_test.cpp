@@ -1,8 +1,10 @@
 // What the pager costs in memory: its default buffer within the memory cgroup, and at most buffer_size
 // (README.md) at every page size.
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "page_memory.hpp"
 #include "test_util.hpp"
 
 namespace autopager {
@@ -95,6 +97,87 @@ TEST(MemoryBound, LargePagesStayWithinTheBuffer) {
     return peak <= config.buffer_bytes() + allowance ? 0 : 4;
   });
   EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+}
+
+// A file of the buffer's size, which fits only once the fillers' read slots give their memory back after each read:
+// held whole (nothing evicted), and the process still within the buffer and a small allowance.
+TEST(MemoryBound, AFileOfTheBuffersSizeIsHeldWholeWithinTheBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  TestCgroup cgroup("memory");
+  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
+  const std::size_t page = 64u << 10;
+  const std::uint64_t allowance = 8u << 20;
+  Config config = small_config(page, 1024, 4);
+  config.evictors = 1;
+  const PageMemory plan = plan_page_memory(config);
+  ASSERT_GT(plan.buffer_units - plan.resident_units, allowance / plan.unit) << "the slots' share is what is measured";
+  const std::uint64_t file_size = plan.buffer_units * plan.unit;
+  ScratchFile file(file_size, 21);
+  if (!cgroup.set("memory.limit_in_bytes", std::to_string(config.buffer_bytes() + allowance)))
+    GTEST_SKIP() << "cannot set a memory limit";
+  int code = in_forked_child(kChildSeconds, [&] {
+    if (!cgroup.enter()) return 2;
+    Pager pager(config);
+    reset_peak();
+    const std::uint64_t before = status_bytes("VmRSS:");
+    auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path(), {false}), file_size, PROT_READ));
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::uint64_t i = 0; i < file_size; i += 4093)
+        if (bytes[i] != pattern_byte(i, 21)) return 3;
+    const std::uint64_t peak = status_bytes("VmHWM:") - before;
+    const Stats s = pager.stats();
+    std::printf("peak added: %llu bytes, buffer %llu + %llu; %s\n", static_cast<unsigned long long>(peak),
+                static_cast<unsigned long long>(config.buffer_bytes()), static_cast<unsigned long long>(allowance),
+                s.to_json().c_str());
+    if (s.evictions != 0 || s.bytes_read != file_size) return 4;
+    return peak <= config.buffer_bytes() + allowance ? 0 : 5;
+  });
+  EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+}
+
+// The same for a writable file written whole and then written back: nothing evicted, every byte in the file, and the
+// write-backs, which do not copy into the evictors' slots while the pages take the whole buffer, within it too.
+TEST(MemoryBound, AWritableFileOfTheBuffersSizeIsWrittenBackWithinTheBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  TestCgroup cgroup("memory");
+  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
+  const std::size_t page = 64u << 10;
+  const std::uint64_t allowance = 8u << 20;
+  Config config = small_config(page, 1024, 4);
+  config.evictors = 1;
+  const PageMemory plan = plan_page_memory(config);
+  ASSERT_GT(plan.write_staging_slots, 0u);
+  const std::uint64_t file_size = plan.buffer_units * plan.unit;
+  ScratchFile file(file_size, 21);
+  if (!cgroup.set("memory.limit_in_bytes", std::to_string(config.buffer_bytes() + allowance)))
+    GTEST_SKIP() << "cannot set a memory limit";
+  int code = in_forked_child(kChildSeconds, [&] {
+    if (!cgroup.enter()) return 2;
+    Pager pager(config);
+    reset_peak();
+    const std::uint64_t before = status_bytes("VmRSS:");
+    auto* bytes = static_cast<std::uint8_t*>(
+        pager.map(make_file_store(file.path()), file_size, PROT_READ | PROT_WRITE));
+    for (std::uint64_t i = 0; i < file_size; i += 512) bytes[i] = pattern_byte(i, 22);
+    const Stats s = pager.stats();
+    if (!pager.unmap(bytes)) return 3;
+    const std::uint64_t peak = status_bytes("VmHWM:") - before;
+    std::printf("peak added: %llu bytes, buffer %llu + %llu; %s\n", static_cast<unsigned long long>(peak),
+                static_cast<unsigned long long>(config.buffer_bytes()), static_cast<unsigned long long>(allowance),
+                s.to_json().c_str());
+    if (s.evictions != 0) return 4;
+    return peak <= config.buffer_bytes() + allowance ? 0 : 5;
+  });
+  EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+  std::ifstream written(file.path(), std::ios::binary);
+  std::string content((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(content.size(), file_size);
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < file_size; ++i)
+    wrong += static_cast<std::uint8_t>(content[i]) != (i % 512 == 0 ? pattern_byte(i, 22) : pattern_byte(i, 21));
+  EXPECT_EQ(wrong, 0u);
 }
 
 // A buffer of fewer pages than four a filler starts fewer fillers: each needs a read slot, and the slots

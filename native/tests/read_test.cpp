@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "fault_injection.hpp"
+#include "page_memory.hpp"
 #include "test_util.hpp"
 
 namespace autopager {
@@ -228,14 +229,14 @@ TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 
-// A file about the buffer's size, read in random order: while the buffer fills for the first time a fault reads the
-// block around it (it evicts nothing then), and once the buffer has filled, its own page (read_around.hpp).
-TEST(ReadFaults, AFileAboutTheBuffersSizeFillsItInBlocksThenReadsAPageAFault) {
+// A file a little larger than the buffer, read in random order: while the buffer fills for the first time a fault
+// reads the block around it (it evicts nothing then), and once the buffer has filled, its own page (read_around.hpp).
+TEST(ReadFaults, AFileALittleLargerThanTheBufferFillsItInBlocksThenReadsAPageAFault) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t page = system_page_size();
   const std::uint64_t pages = (std::uint64_t{16} << 20) / page;
   ScratchFile file(pages * page);
-  Pager pager(reading_as_the_defaults(small_config(page, pages)));
+  Pager pager(reading_as_the_defaults(small_config(page, pages - pages / 32)));
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
   std::uint64_t wrong = 0, i = 0;
   auto touch = [&] {
@@ -254,6 +255,37 @@ TEST(ReadFaults, AFileAboutTheBuffersSizeFillsItInBlocksThenReadsAPageAFault) {
   const Stats after = pager.stats();
   EXPECT_GT(after.read_faults, filled.read_faults) << after.to_json();
   EXPECT_EQ(after.read_around_pages, filled.read_around_pages) << "no block once filled: " << after.to_json();
+  EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
+// A file of the buffer's size, more than the buffer keeps for pages beside the fillers' read slots: the slots give
+// their memory back after each read (Buffer::slots_transient) and the pages take the whole buffer. Read in runs,
+// then at random, then again, every page is read once and none is ever evicted.
+TEST(ReadFaults, AFileOfTheBuffersSizeIsReadOnceAndKeptWhole) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const Config config = reading_as_the_defaults(small_config(page, (std::uint64_t{16} << 20) / page, 4));
+  const PageMemory plan = plan_page_memory(config);
+  ASSERT_EQ(plan.unit, page);
+  ASSERT_GT(plan.buffer_units, plan.resident_units);
+  const std::uint64_t pages = plan.buffer_units;
+  ScratchFile file(pages * page);
+  Pager pager(config);
+  auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
+  std::uint64_t wrong = 0;
+  for (std::uint64_t at = 0; at < pages * page / 2; at += page) wrong += bytes[at] != pattern_byte(at, 1);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::uint64_t i = 0; i < pages; ++i) {
+      const std::uint64_t at = (i * 2654435761u) % pages * page + i % page;  // every page once, in random order
+      wrong += bytes[at] != pattern_byte(at, 1);
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  const Stats s = pager.stats();
+  EXPECT_EQ(s.evictions, 0u) << s.to_json();
+  EXPECT_EQ(s.fills, pages) << s.to_json();
+  EXPECT_EQ(s.bytes_read, pages * page) << s.to_json();
+  EXPECT_EQ(s.peak_resident_bytes, pages * page) << s.to_json();
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
 }
 

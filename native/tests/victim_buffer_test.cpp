@@ -33,11 +33,12 @@ TEST_P(VictimBuffer, AFaultOnAVictimReadsNothingAndSeesItsData) {
   std::unique_ptr<testing::ScopedEnv> no_move;
   if (c.without_move) no_move = std::make_unique<testing::ScopedEnv>("AUTOPAGER_DISABLE_UFFD_FEATURES", "move");
   const std::size_t page = system_page_size();
-  // The buffer's size (a quarter of it is the fillers' read slots): its evictions, all parked, stay within the
-  // window after which victims never hit would park only one batch in VictimAdmission::kSampleEvery.
+  // A page more than the buffer (a quarter of which is the fillers' read slots; a file of its size would take their
+  // share and evict nothing, Buffer::slots_transient): its evictions, all parked, stay within the window after
+  // which victims never hit would park only one batch in VictimAdmission::kSampleEvery.
   const std::uint64_t pages = 256;
   ScratchFile file(pages * page, 3);
-  Config config = small_config(page, 256);
+  Config config = small_config(page, pages - 1);
   config.eviction = Eviction::kHotFifo;
   config.read_ahead = 0;
   config.read_around = 0;  // a page a fault: the scan's evictions in fill order
@@ -119,10 +120,11 @@ std::uint64_t last_evicted(const void* base, std::uint64_t pages, std::size_t pa
 TEST(VictimBufferOfTwoPageSizes, ServesAReadOnlySmallPageAndAWritableLargeOne) {
   AUTOPAGER_REQUIRE_USERFAULTFD();
   const std::size_t small = system_page_size(), large = 16 * small;
-  // Each region half the buffer's size: their evictions within VictimAdmission's window, as above.
+  // Each region about half the buffer's size, together a large page more: their evictions within VictimAdmission's
+  // window, as above.
   const std::uint64_t small_pages = 512, large_pages = 32;
   ScratchFile read_only(small_pages * small, 3), writable(large_pages * large, 5);
-  Config config = small_config(large, 64);
+  Config config = small_config(large, 63);
   config.read_only_page_size = small;
   config.eviction = Eviction::kHotFifo;
   config.read_ahead = 0;
