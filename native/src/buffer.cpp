@@ -25,17 +25,8 @@ Buffer::Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_wat
 
 void Buffer::set_marks(std::uint64_t mapped) {
   std::uint64_t high = capacity_ + 1, low = capacity_;
-  bool transient = mapped > capacity_ && mapped <= fit_capacity_;
-  if (transient && !slots_transient_.load(std::memory_order_seq_cst)) {
-    // Made transient first, then checked unused (both sequentially consistent, as note_slot_use's store and
-    // slots_transient's load): a filler that kept a slot's memory after a read had noted the use before it
-    // looked, so its use is seen here; a read it starts later gives its slot's memory back. Once transient,
-    // every slot read into since gave its memory back: the slots stay transient while the regions fit.
-    slots_transient_.store(true, std::memory_order_seq_cst);
-    transient = !slots_used_.load(std::memory_order_seq_cst);
-  }
-  slots_transient_.store(transient, std::memory_order_seq_cst);
-  if (transient) {
+  const bool whole = mapped > capacity_ && mapped <= fit_capacity_;  // the pages may take the slots' share
+  if (whole) {
     high = fit_capacity_ + 1;
     low = fit_capacity_;
   } else if (mapped > capacity_) {
@@ -49,7 +40,15 @@ void Buffer::set_marks(std::uint64_t mapped) {
   }
   high_mark_.store(high, std::memory_order_release);
   low_mark_.store(low, std::memory_order_release);
-  limit_.store(transient ? fit_capacity_ : capacity_, std::memory_order_release);
+  limit_.store(whole ? fit_capacity_ : capacity_, std::memory_order_release);
+}
+
+bool Buffer::claim_slot_flush() {
+  if (slots_transient()) return !slots_flushed_.exchange(true, std::memory_order_acq_rel);
+  // A slot may keep its memory again: the next time the pages take the share, the idle slots are flushed anew.
+  // Released after the slot's own lock, so that the flush that reads it finds what that use left.
+  if (slots_flushed_.load(std::memory_order_relaxed)) slots_flushed_.store(false, std::memory_order_release);
+  return false;
 }
 
 void Buffer::map_units(std::uint64_t units) {

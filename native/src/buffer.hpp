@@ -23,7 +23,7 @@ namespace autopager {
 
 class Buffer {
  public:
-  // `fit_capacity` (at least `capacity`): the units pages may take while the slots' memory is transient.
+  // `fit_capacity` (at least `capacity`): the whole buffer, which pages may take where the regions fit in it.
   Buffer(std::uint64_t capacity, unsigned high_water_pct, unsigned low_water_pct,
          std::unique_ptr<EvictionPolicy> policy, std::uint64_t fit_capacity = 0);
 
@@ -46,14 +46,13 @@ class Buffer {
   void map_units(std::uint64_t units);
   void unmap_units(std::uint64_t units);
 
-  // Called before every use of a read slot or a write-back slot: once one has kept its memory, the slots are never
-  // made transient (a slot's memory is in no page's units).
-  void note_slot_use() { slots_used_.store(true, std::memory_order_seq_cst); }
-  // After note_slot_use: whether the slot must give its memory back after this use (the slots are transient, or
-  // were until regions mapped since took their share back and the pages have not yet been evicted below it).
-  bool slots_transient() const {
-    return slots_transient_.load(std::memory_order_seq_cst) || resident() > capacity_;
-  }
+  // After each use of a read slot or a write-back slot, under the slots' own lock: whether the slot gives its memory
+  // back. True while more is resident than capacity(): the pages take part of the slots' share (the regions fit the
+  // whole buffer, or regions mapped past it have taken the share back and the pages are not yet below it).
+  bool slots_transient() const { return resident() > capacity_; }
+  // After such a use, outside the slots' locks: true for one caller each time slots_transient() starts to hold,
+  // which then makes every idle slot give its memory back (one kept before, or held by a thread not using it since).
+  bool claim_slot_flush();
 
   // For evictors: blocks until residency reaches the high water mark (true) or `stop` is set (false).
   bool wait_for_pressure(const std::atomic<bool>& stop);
@@ -87,7 +86,7 @@ class Buffer {
   // regions exceed the buffer by less than the low water mark leaves free, draining to it would keep more free than
   // is ever missing, and a program reading them at random would miss that much more often: both marks then leave
   // free space in proportion to the excess (the low one as much as the excess). Where the regions fit, nothing need
-  // go, and where they fit only with the slots' share, the slots are made transient (unless one has been used).
+  // go, and where they fit only in the whole buffer, the pages may take the slots' share too (limit()).
   // Called with mapping_mutex_ held, or by the constructor.
   void set_marks(std::uint64_t mapped);
   std::uint64_t high_mark() const { return high_mark_.load(std::memory_order_acquire); }
@@ -100,8 +99,7 @@ class Buffer {
   const std::uint64_t capacity_;
   const std::uint64_t fit_capacity_;
   std::atomic<std::uint64_t> limit_;
-  std::atomic<bool> slots_used_{false};
-  std::atomic<bool> slots_transient_{false};
+  std::atomic<bool> slots_flushed_{false};  // since slots_transient() last started to hold
   const std::uint64_t high_water_;
   const std::uint64_t low_water_;
   std::unique_ptr<EvictionPolicy> policy_;

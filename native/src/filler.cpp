@@ -33,6 +33,13 @@ Filler::Filler(FillerPool& pool, const Config& config, const PageMemory& memory,
       pending_(memory.read_slots + memory.run_slots),
       messages_(config.max_fault_events) {
   if (memory.run_slots > 0) run_slots_.emplace(reads_.available() ? memory.run_slots : 1, memory.run_bytes);
+  pool_.add_slots(&slots_);
+  if (run_slots_) pool_.add_slots(&*run_slots_);
+}
+
+Filler::~Filler() {
+  pool_.remove_slots(&slots_);
+  if (run_slots_) pool_.remove_slots(&*run_slots_);
 }
 
 Filler::ReadResult Filler::read_faults(std::vector<Fault>& faults, Wait wait) {
@@ -142,11 +149,9 @@ void Filler::start_run(const PageRun& run) {
     const unsigned id = run_read_base_ + slot;
     pending_[id] = PendingRead{run.region, first, count, run.lead, FillRequest::speculative(),
                                std::chrono::steady_clock::now(), extent.length};
-    paging_.note_slot_use();
     reads_.read(id, data, extent.fd, extent.offset, extent.length);
     return;
   }
-  paging_.note_slot_use();
   const ssize_t got = Paging::read_store(*region.store, data, bytes, region.page_offset(first), 1);
   paging_.finish_run(run.region, first, count, data, got);
   release_read(*run_slots_, slot);
@@ -159,17 +164,16 @@ Filler::Start Filler::queue_fill(const RegionPtr& region, std::uint64_t page, co
   unsigned slot = slots_.acquire();
   Store::FileExtent extent{};
   if (!region->store->locate(slots_.buffer(slot), region->page_size, region->page_offset(page), extent)) {
-    slots_.release(slot);
+    slots_.release_unused(slot);
     return Start::kInPlace;
   }
   // A fault that finds no room has been failed (SIGBUS) by claim: nothing more to do for it.
   if (paging_.claim(*region, page, request, [&](const Region& r) { return reserve_slot(r); }) !=
       Paging::Claim::kClaimed) {
-    slots_.release(slot);
+    slots_.release_unused(slot);
     return Start::kNotNeeded;
   }
   pending_[slot] = PendingRead{region, page, 1, page, request, read_at, extent.length};
-  paging_.note_slot_use();
   reads_.read(slot, slots_.buffer(slot), extent.fd, extent.offset, extent.length);
   return Start::kQueued;
 }
@@ -179,7 +183,6 @@ bool Filler::fill_in_place(const RegionPtr& region, std::uint64_t page, const Fi
   const auto fill_start = std::chrono::steady_clock::now();
   // While it waits for a buffer slot, the filler completes its reads in flight: their pages hold slots
   // too, and an unmap waits for them.
-  paging_.note_slot_use();
   const bool filled =
       paging_.fill(region, page, request, slots_.buffer(slot), [this](const Region& r) { return reserve_slot(r); });
   release_read(slots_, slot);
@@ -234,8 +237,11 @@ void Filler::finish_read(const ReadQueue::Completion& completion) {
 }
 
 void Filler::release_read(ReadSlots& slots, unsigned slot) {
-  if (paging_.slots_transient()) slots.give_back_memory(slot);
-  slots.release(slot);
+  slots.release(slot, [this] { return paging_.slots_transient(); });
+  if (paging_.claim_slot_flush()) {
+    pool_.give_back_idle_slots();
+    paging_.give_back_idle_staging();
+  }
 }
 
 void Filler::record_service(std::chrono::steady_clock::time_point read_at) {

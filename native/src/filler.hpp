@@ -48,6 +48,7 @@ class Filler {
   // thread: a ring takes submissions only from the thread that made it.
   Filler(FillerPool& pool, const Config& config, const PageMemory& memory, Userfaultfd& uffd, Paging& paging,
          const RegionTable& regions, StatsCounters& stats, int stop_event);
+  ~Filler();
   Filler(const Filler&) = delete;
   Filler& operator=(const Filler&) = delete;
 
@@ -94,7 +95,8 @@ class Filler {
   bool fill_in_place(const RegionPtr& region, std::uint64_t page, const FillRequest& request);
   // A free slot, waiting for this filler's reads in flight to free one.
   unsigned take_slot();
-  // Frees a slot a read used; while the slots are transient (Paging::slots_transient), its memory too.
+  // Frees a slot a read used, giving its memory back while the pages take the slots' share
+  // (Buffer::slots_transient); the first to see that start makes every idle slot give its memory back.
   void release_read(ReadSlots& slots, unsigned slot);
   // A demand fill's units of the buffer for a page of `region`; never sleeps for them while this filler's own
   // reads are in flight. False when they cannot be had (Paging::reserve_slot), or once the region is closing.

@@ -291,4 +291,19 @@ void FillerPool::continue_read_ahead(const RegionPtr& region, std::uint64_t lead
   if (idle_fillers_ > 0) idle_.notify_one();
 }
 
+void FillerPool::add_slots(ReadSlots* slots) {
+  std::lock_guard<std::mutex> lock(slot_sets_mutex_);
+  slot_sets_.push_back(slots);
+}
+
+void FillerPool::remove_slots(ReadSlots* slots) {
+  std::lock_guard<std::mutex> lock(slot_sets_mutex_);
+  slot_sets_.erase(std::find(slot_sets_.begin(), slot_sets_.end(), slots));
+}
+
+void FillerPool::give_back_idle_slots() {
+  std::lock_guard<std::mutex> lock(slot_sets_mutex_);
+  for (ReadSlots* slots : slot_sets_) slots->give_back_idle();
+}
+
 }  // namespace autopager

@@ -23,6 +23,7 @@
 #include "filler.hpp"
 #include "paging.hpp"
 #include "read_around.hpp"
+#include "read_slots.hpp"
 #include "region_table.hpp"
 #include "stats_counters.hpp"
 #include "uffd.hpp"
@@ -57,6 +58,11 @@ class FillerPool {
   bool read_ahead_passed(const PageRun& run, std::uint64_t first, std::uint64_t count);
   // How long a demand fill in place took, for the moving average fills_are_fast() reads.
   void record_fill_time(std::uint64_t ns);
+  // Each filler's read slots, from its setup to its end, so that any filler can make every idle slot give its
+  // memory back (ReadSlots::give_back_idle) when the pages start taking the slots' share.
+  void add_slots(ReadSlots* slots);
+  void remove_slots(ReadSlots* slots);
+  void give_back_idle_slots();
 
  private:
   // A filler's loop, on its own thread.
@@ -93,6 +99,8 @@ class FillerPool {
   unsigned set_up_count_ = 0;       // fillers whose setup ended
   std::exception_ptr setup_error_;  // the first setup that failed
   std::vector<std::thread> fillers_;
+  std::mutex slot_sets_mutex_;  // before a ReadSlots' own lock
+  std::vector<ReadSlots*> slot_sets_;
 };
 
 }  // namespace autopager

@@ -437,10 +437,10 @@ int Paging::write_back_run_locked(Region& region, std::uint64_t first, std::uint
 ssize_t Paging::write_to_store(Region& region, const char* address, std::size_t bytes, std::uint64_t offset) {
   // A megabyte or less of the region's pages is one request anyway.
   constexpr std::size_t kLeastStagedBytes = std::size_t{1} << 20;
-  // Not while the slots are transient: the pages may take the whole buffer then, the slots' share included.
-  const bool staged = bytes > kLeastStagedBytes && region.store->direct_io() && write_staging_.slot_bytes() > 0;
-  if (staged) buffer_.note_slot_use();
-  char* slot = staged && !buffer_.slots_transient() ? write_staging_.take() : nullptr;
+  // Not while the pages take the slots' share (Buffer::slots_transient).
+  char* slot = bytes > kLeastStagedBytes && region.store->direct_io() && !buffer_.slots_transient()
+                   ? write_staging_.take()
+                   : nullptr;
   if (slot == nullptr) return region.store->write(address, bytes, offset);
   std::size_t done = 0;
   ssize_t written = 0;
@@ -452,7 +452,9 @@ ssize_t Paging::write_to_store(Region& region, const char* address, std::size_t 
     done += n;
   }
   const int err = errno;
-  write_staging_.give_back(slot);
+  // The fillers flush the idle slots, this one included, when the pages start taking the share: only their fills
+  // make it start.
+  write_staging_.give_back(slot, [this] { return buffer_.slots_transient(); });
   errno = err;
   if (done == bytes) return static_cast<ssize_t>(bytes);
   return written < 0 ? -1 : static_cast<ssize_t>(done) + written;

@@ -78,9 +78,11 @@ class Paging {
     return buffer_.has_room(region.total_units(), pages * region.units);
   }
   Claim claim(Region& region, std::uint64_t page, const FillRequest& request, const Reserve& reserve);
-  // For the fillers' read slots: Buffer::note_slot_use, Buffer::slots_transient.
-  void note_slot_use() { buffer_.note_slot_use(); }
+  // For the fillers' read slots: Buffer::slots_transient, Buffer::claim_slot_flush, and the evictors' write-back slots'
+  // part of the flush.
   bool slots_transient() const { return buffer_.slots_transient(); }
+  bool claim_slot_flush() { return buffer_.claim_slot_flush(); }
+  void give_back_idle_staging() { write_staging_.give_back_idle(); }
   bool finish(const RegionPtr& region, std::uint64_t page, const FillRequest& request, char* io_buffer, ssize_t got);
   // The same for a run of speculative pages read with one request. claim_run() claims up to `most` absent
   // pages from `lead` in `direction`: the first it can, and those after it up to one it cannot (resident,

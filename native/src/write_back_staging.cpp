@@ -11,6 +11,7 @@ WriteBackStaging::WriteBackStaging(unsigned count, std::size_t slot_bytes)
   if (bytes_ == 0) return;
   area_ = map_contiguous(bytes_);
   for (unsigned slot = 0; slot < count; ++slot) free_.push_back(area_ + slot * slot_bytes_);
+  held_.assign(count, false);
 }
 
 WriteBackStaging::~WriteBackStaging() {
@@ -25,9 +26,15 @@ char* WriteBackStaging::take() {
   return slot;
 }
 
-void WriteBackStaging::give_back(char* slot) {
+void WriteBackStaging::give_back_idle() {
   std::lock_guard<std::mutex> lock(mutex_);
-  free_.push_back(slot);
+  for (char* slot : free_)
+    if (held_[index(slot)]) drop_locked(slot);
+}
+
+void WriteBackStaging::drop_locked(char* slot) {
+  madvise(slot, slot_bytes_, MADV_DONTNEED);
+  held_[index(slot)] = false;
 }
 
 }  // namespace autopager

@@ -82,56 +82,57 @@ TEST(BufferMarks, BlocksAroundFaultsWhileTheyEvictNothing) {
   EXPECT_FALSE(buffer.has_room(170, 5)) << "the buffer has filled once";
 }
 
-// A buffer of 100 units for pages beside the read slots, 110 without them (Buffer's fit_capacity): regions of 100-110
-// units take the slots' share, whose memory is then given back after each read.
-TEST(BufferSlots, RegionsThatFitOnlyInTheSlotsShareTakeItAndNothingIsEvicted) {
+// A buffer of 100 units for pages beside the slots, 110 in all (Buffer's fit_capacity): regions of 101-110 units may
+// take the slots' share, and once the pages do, the slots give their memory back after each use.
+TEST(BufferSlots, RegionsThatFitOnlyInTheWholeBufferTakeItAndNothingIsEvicted) {
   Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
   buffer.map_units(100);
-  EXPECT_FALSE(buffer.slots_transient()) << "they fit beside the slots";
+  EXPECT_EQ(buffer.limit(), 100u) << "they fit beside the slots";
   buffer.map_units(8);
-  EXPECT_TRUE(buffer.slots_transient());
   EXPECT_EQ(buffer.limit(), 110u);
-  ASSERT_TRUE(buffer.try_reserve(108));
+  ASSERT_TRUE(buffer.try_reserve(100));
+  EXPECT_FALSE(buffer.slots_transient()) << "the slots' share is still free";
+  ASSERT_TRUE(buffer.try_reserve(8));
+  EXPECT_TRUE(buffer.slots_transient());
   EXPECT_EQ(buffer.claim_evictions(1000), 0u);
   EXPECT_TRUE(buffer.has_room(108, 2));
   EXPECT_FALSE(buffer.try_reserve(3));
-  buffer.note_slot_use();
-  buffer.map_units(2);  // 110: still within, and the slots have held no page since they became transient
-  EXPECT_TRUE(buffer.slots_transient());
-  EXPECT_TRUE(buffer.try_reserve(2));
-}
-
-TEST(BufferSlots, SlotsReadIntoBeforeTheRegionsWereMappedKeepTheirShare) {
-  Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
-  buffer.note_slot_use();
-  buffer.map_units(105);
-  EXPECT_FALSE(buffer.slots_transient());
+  buffer.map_units(3);  // 111: past the whole buffer
   EXPECT_EQ(buffer.limit(), 100u);
-  EXPECT_FALSE(buffer.try_reserve(101));
-  ASSERT_TRUE(buffer.try_reserve(100));
-  const std::uint64_t share = buffer.claim_evictions(1000);
-  EXPECT_EQ(share, 5u) << "the low mark leaves free the 5 units over the buffer";
-  buffer.end_evictions(share);
 }
 
-// Regions mapped past the slots' share take it back: reservations stop at 100 and the pages above it are evicted;
-// until they are, the slots keep giving their memory back.
+// The idle slots are flushed once each time the pages start taking the share: the first caller to see it is told to.
+TEST(BufferSlots, TheFlushOfIdleSlotsIsClaimedOnceEachTimeThePagesTakeTheShare) {
+  Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
+  buffer.map_units(110);
+  ASSERT_TRUE(buffer.try_reserve(100));
+  EXPECT_FALSE(buffer.claim_slot_flush());
+  ASSERT_TRUE(buffer.try_reserve(5));
+  EXPECT_TRUE(buffer.claim_slot_flush());
+  EXPECT_FALSE(buffer.claim_slot_flush());
+  buffer.release(10);  // 95: the slots may keep their memory again
+  EXPECT_FALSE(buffer.claim_slot_flush());
+  ASSERT_TRUE(buffer.try_reserve(10));
+  EXPECT_TRUE(buffer.claim_slot_flush()) << "slots kept meanwhile are flushed again";
+}
+
+// Regions mapped past the whole buffer take the share back: reservations stop at 100 and the pages above it are
+// evicted; until they are, the slots keep giving their memory back.
 TEST(BufferSlots, RegionsMappedPastTheShareTakeItBackAndTheSlotsStayTransientUntilEvictedBelowIt) {
   Buffer buffer(100, 90, 70, make_fifo_policy(), 110);
   buffer.map_units(105);
   ASSERT_TRUE(buffer.try_reserve(105));
-  buffer.map_units(20);  // 125: 25 over the buffer
+  buffer.map_units(20);  // 125: 25 over the buffer's pages
   EXPECT_EQ(buffer.limit(), 100u);
-  EXPECT_TRUE(buffer.slots_transient()) << "105 units resident over a buffer of 100";
+  EXPECT_TRUE(buffer.slots_transient()) << "105 units resident over 100";
   EXPECT_FALSE(buffer.try_reserve(1));
   const std::uint64_t share = buffer.claim_evictions(1000);
   EXPECT_EQ(share, 30u) << "down to the low mark, 75";
   buffer.release(share);
   buffer.end_evictions(share);
   EXPECT_FALSE(buffer.slots_transient());
-  buffer.note_slot_use();  // a read into a slot that keeps its memory
   buffer.unmap_units(20);
-  EXPECT_FALSE(buffer.slots_transient()) << "slots read into while they held pages keep their share";
+  EXPECT_EQ(buffer.limit(), 110u);
 }
 
 }  // namespace
