@@ -99,81 +99,74 @@ TEST(MemoryBound, LargePagesStayWithinTheBuffer) {
   EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
 }
 
-// A file of the buffer's size, which fits only once the fillers' read slots give their memory back after each read:
-// held whole (nothing evicted), and the process still within the buffer and a small allowance.
-TEST(MemoryBound, AFileOfTheBuffersSizeIsHeldWholeWithinTheBuffer) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
-  SKIP_UNDER_THREAD_SANITIZER();
-  TestCgroup cgroup("memory");
-  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
-  const std::size_t page = 64u << 10;
-  // The process's own memory (some 3 MiB) and, for the moment a filler copies a slot into its pages, both copies:
-  // at most a run (1 MiB) for each of 4 fillers. Below the slots' share (18 MiB), which is what is measured.
-  const std::uint64_t allowance = 12u << 20;
-  Config config = small_config(page, 1024, 4);
+// 64 MiB of 64 KiB pages, 4 fillers and one evictor: slots of 18 MiB in all.
+Config file_of_the_buffers_size_config() {
+  Config config = small_config(64u << 10, 1024, 4);
   config.evictors = 1;
-  const PageMemory plan = plan_page_memory(config);
-  ASSERT_GT(plan.buffer_units - plan.resident_units, allowance / plan.unit) << "the slots' share is what is measured";
-  const std::uint64_t file_size = plan.buffer_units * plan.unit;
-  ScratchFile file(file_size, 21);
-  if (!cgroup.set("memory.limit_in_bytes", std::to_string(config.buffer_bytes() + allowance)))
-    GTEST_SKIP() << "cannot set a memory limit";
-  int code = in_forked_child(kChildSeconds, [&] {
-    if (!cgroup.enter()) return 2;
-    Pager pager(config);
-    reset_peak();
-    const std::uint64_t before = status_bytes("VmRSS:");
-    auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path(), {false}), file_size, PROT_READ));
-    for (int pass = 0; pass < 2; ++pass)
-      for (std::uint64_t i = 0; i < file_size; i += 4093)
-        if (bytes[i] != pattern_byte(i, 21)) return 3;
-    const std::uint64_t peak = status_bytes("VmHWM:") - before;
-    const Stats s = pager.stats();
-    std::printf("peak added: %llu bytes, buffer %llu + %llu; %s\n", static_cast<unsigned long long>(peak),
-                static_cast<unsigned long long>(config.buffer_bytes()), static_cast<unsigned long long>(allowance),
-                s.to_json().c_str());
-    if (s.evictions != 0 || s.bytes_read != file_size) return 4;
-    return peak <= config.buffer_bytes() + allowance ? 0 : 5;
-  });
-  EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+  return config;
 }
 
-// The same for a writable file written whole and then written back: nothing evicted, every byte in the file, and the
-// write-backs, which do not copy into the evictors' slots while the pages take the whole buffer, within it too.
-TEST(MemoryBound, AWritableFileOfTheBuffersSizeIsWrittenBackWithinTheBuffer) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
-  SKIP_UNDER_THREAD_SANITIZER();
+// A file of the buffer's size, which fits only once the slots give their memory back after each use: read twice, or
+// written whole and then written back (`writable`), in a memory cgroup of the buffer and a small allowance. Returns
+// the forked child's code: 0 when nothing was evicted, every page was read once and the process stayed within the
+// limit; 137 when it was killed for memory. -1: the test is skipped (`why`).
+int held_whole_within_the_buffer(bool writable, const ScratchFile& file, std::string& why) {
   TestCgroup cgroup("memory");
-  if (!cgroup.ok()) GTEST_SKIP() << cgroup.why();
-  const std::size_t page = 64u << 10;
+  if (!cgroup.ok()) return why = cgroup.why(), -1;
   // The process's own memory (some 3 MiB) and, for the moment a filler copies a slot into its pages, both copies:
   // at most a run (1 MiB) for each of 4 fillers. Below the slots' share (18 MiB), which is what is measured.
   const std::uint64_t allowance = 12u << 20;
-  Config config = small_config(page, 1024, 4);
-  config.evictors = 1;
-  const PageMemory plan = plan_page_memory(config);
-  ASSERT_GT(plan.write_staging_slots, 0u);
-  const std::uint64_t file_size = plan.buffer_units * plan.unit;
-  ScratchFile file(file_size, 21);
-  if (!cgroup.set("memory.limit_in_bytes", std::to_string(config.buffer_bytes() + allowance)))
-    GTEST_SKIP() << "cannot set a memory limit";
-  int code = in_forked_child(kChildSeconds, [&] {
+  const Config config = file_of_the_buffers_size_config();
+  const std::uint64_t file_size = config.buffer_bytes();
+  if (!cgroup.set("memory.limit_in_bytes", std::to_string(file_size + allowance)))
+    return why = "cannot set a memory limit", -1;
+  return in_forked_child(kChildSeconds, [&] {
     if (!cgroup.enter()) return 2;
     Pager pager(config);
     reset_peak();
     const std::uint64_t before = status_bytes("VmRSS:");
-    auto* bytes = static_cast<std::uint8_t*>(
-        pager.map(make_file_store(file.path()), file_size, PROT_READ | PROT_WRITE));
-    for (std::uint64_t i = 0; i < file_size; i += 512) bytes[i] = pattern_byte(i, 22);
+    auto* bytes = static_cast<std::uint8_t*>(pager.map(make_file_store(file.path(), {writable}), file_size,
+                                                       writable ? PROT_READ | PROT_WRITE : PROT_READ));
+    for (int pass = 0; pass < (writable ? 1 : 2); ++pass)
+      for (std::uint64_t i = 0; i < file_size; i += writable ? 512 : 4093) {
+        if (writable) bytes[i] = pattern_byte(i, 22);
+        else if (bytes[i] != pattern_byte(i, 21)) return 3;
+      }
     const Stats s = pager.stats();
     if (!pager.unmap(bytes)) return 3;
     const std::uint64_t peak = status_bytes("VmHWM:") - before;
     std::printf("peak added: %llu bytes, buffer %llu + %llu; %s\n", static_cast<unsigned long long>(peak),
-                static_cast<unsigned long long>(config.buffer_bytes()), static_cast<unsigned long long>(allowance),
+                static_cast<unsigned long long>(file_size), static_cast<unsigned long long>(allowance),
                 s.to_json().c_str());
-    if (s.evictions != 0) return 4;
-    return peak <= config.buffer_bytes() + allowance ? 0 : 5;
+    if (s.evictions != 0 || s.bytes_read != file_size) return 4;
+    return peak <= file_size + allowance ? 0 : 5;
   });
+}
+
+TEST(MemoryBound, AFileOfTheBuffersSizeIsHeldWholeWithinTheBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  const PageMemory plan = plan_page_memory(file_of_the_buffers_size_config());
+  ASSERT_EQ(plan.buffer_units * plan.unit, file_of_the_buffers_size_config().buffer_bytes());
+  ASSERT_GT(plan.buffer_units - plan.resident_units, (12u << 20) / plan.unit) << "the slots' share is what is measured";
+  ScratchFile file(plan.buffer_units * plan.unit, 21);
+  std::string why;
+  const int code = held_whole_within_the_buffer(false, file, why);
+  if (code < 0) GTEST_SKIP() << why;
+  EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
+}
+
+// The write-backs, which do not copy into the evictors' slots while the pages take the slots' share, within it too;
+// and every byte written reaches the file.
+TEST(MemoryBound, AWritableFileOfTheBuffersSizeIsWrittenBackWithinTheBuffer) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  SKIP_UNDER_THREAD_SANITIZER();
+  ASSERT_GT(plan_page_memory(file_of_the_buffers_size_config()).write_staging_slots, 0u);
+  const std::uint64_t file_size = file_of_the_buffers_size_config().buffer_bytes();
+  ScratchFile file(file_size, 21);
+  std::string why;
+  const int code = held_whole_within_the_buffer(true, file, why);
+  if (code < 0) GTEST_SKIP() << why;
   EXPECT_EQ(code, 0) << "137: SIGKILL, the out-of-memory killer";
   std::ifstream written(file.path(), std::ios::binary);
   std::string content((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
