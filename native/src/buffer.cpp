@@ -40,6 +40,7 @@ void Buffer::set_marks(std::uint64_t mapped) {
   }
   high_mark_.store(high, std::memory_order_release);
   low_mark_.store(low, std::memory_order_release);
+  regions_fit_.store(mapped < high, std::memory_order_relaxed);
   limit_.store(whole ? fit_capacity_ : capacity_, std::memory_order_release);
 }
 

@@ -35,9 +35,12 @@ class Buffer {
   // Gives back `units` (an eviction batch's at once: one wake-up, not one a page).
   void release(std::uint64_t units);
   // Whether `units` more pages of a region of `region_units` can be read around a fault without evicting anything
-  // for them: the region fits below the high water mark and they do too, or it is at most twice as large, the
-  // buffer is still filling (it has never reached the mark) and they fit below it beside every page read so far.
+  // for them: every mapped region fits below the high water mark (then nothing is ever evicted, and a block reads
+  // only its absent pages however full the buffer is), or this region does and they fit below it too, or it is at
+  // most twice as large, the buffer is still filling (it has never reached the mark) and they fit below it beside
+  // every page read so far.
   bool has_room(std::uint64_t region_units, std::uint64_t units) const {
+    if (regions_fit_.load(std::memory_order_relaxed)) return true;
     const std::uint64_t high = high_mark();
     if (region_units < high) return resident() + units < high;
     return region_units < 2 * high && peak_resident() + units < high;
@@ -111,6 +114,7 @@ class Buffer {
   // Each read on its own (every user needs one of them), so a change may be seen one before the other.
   std::atomic<std::uint64_t> high_mark_;
   std::atomic<std::uint64_t> low_mark_;
+  std::atomic<bool> regions_fit_{false};  // the mapped regions' units are below the high mark
   std::vector<Stripe> stripes_;
 
   std::mutex pressure_mutex_;

@@ -82,6 +82,17 @@ TEST(BufferMarks, BlocksAroundFaultsWhileTheyEvictNothing) {
   EXPECT_FALSE(buffer.has_room(170, 5)) << "the buffer has filled once";
 }
 
+// Where every mapped region fits below the high mark nothing is ever evicted, so a block is read around a fault
+// however full the buffer is: it reads only the pages still absent.
+TEST(BufferMarks, BlocksAroundFaultsToTheLastPageWhereTheRegionsFit) {
+  Buffer buffer(100, 90, 70, make_fifo_policy());
+  buffer.map_units(100);
+  ASSERT_TRUE(buffer.try_reserve(98));
+  EXPECT_TRUE(buffer.has_room(100, 30));
+  buffer.map_units(1);  // past the buffer: the marks drop to 90 and 70
+  EXPECT_FALSE(buffer.has_room(101, 30));
+}
+
 // A buffer of 100 units for pages beside the slots, 110 in all (Buffer's fit_capacity): regions of 101-110 units may
 // take the slots' share, and once the pages do, the slots give their memory back after each use.
 TEST(BufferSlots, RegionsThatFitOnlyInTheWholeBufferTakeItAndNothingIsEvicted) {
@@ -95,7 +106,7 @@ TEST(BufferSlots, RegionsThatFitOnlyInTheWholeBufferTakeItAndNothingIsEvicted) {
   ASSERT_TRUE(buffer.try_reserve(8));
   EXPECT_TRUE(buffer.slots_transient());
   EXPECT_EQ(buffer.claim_evictions(1000), 0u);
-  EXPECT_TRUE(buffer.has_room(108, 2));
+  EXPECT_TRUE(buffer.has_room(108, 50)) << "nothing is ever evicted: a block reads only its absent pages";
   EXPECT_FALSE(buffer.try_reserve(3));
   buffer.map_units(3);  // 111: past the whole buffer
   EXPECT_EQ(buffer.limit(), 100u);

@@ -56,6 +56,7 @@ struct ReadAheadMapping {
   static Config configured(std::size_t pages, unsigned read_ahead) {
     Config config = small_config(system_page_size(), pages);
     config.read_ahead = read_ahead;
+    config.read_around = 0;  // the region fits: a fault that starts no stream would read a block around it
     return config;
   }
   // Waits for `fills` pages read, then long enough for any read beyond them to show.
@@ -204,13 +205,10 @@ TEST(ReadFaults, AtTheSystemPageARandomFaultReadsAPageAndAScanLargeRuns) {
 
 // A file that fits in the buffer is read in large blocks around random faults (read_around.hpp): a random walk
 // over it (a BFS over a graph in memory) faults a few times a block, not once a page, and sees every byte.
-TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
-  AUTOPAGER_REQUIRE_USERFAULTFD();
+void expect_read_in_blocks_around_random_faults(const Config& config, std::uint64_t pages) {
   const std::size_t page = system_page_size();
-  const std::uint64_t pages = (std::uint64_t{32} << 20) / page;
-  ScratchFile file(pages * page);
-  Config config = reading_as_the_defaults(small_config(page, 2 * pages));
   ASSERT_GE(config.read_around, std::size_t{1} << 20);
+  ScratchFile file(pages * page);
   Pager pager(config);
   auto* bytes = static_cast<const std::uint8_t*>(pager.map(make_file_store(file.path()), pages * page, PROT_READ));
   std::uint64_t wrong = 0;
@@ -220,6 +218,7 @@ TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
   }
   EXPECT_EQ(wrong, 0u);
   const Stats s = pager.stats();
+  EXPECT_EQ(s.evictions, 0u) << s.to_json();
   EXPECT_EQ(s.fills, pages) << s.to_json();
   EXPECT_EQ(s.bytes_read, pages * page) << s.to_json();
   // A block of read_around pages a fault, one request a run of read_ahead_run: some faults fall in a block
@@ -227,6 +226,24 @@ TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
   EXPECT_LT(s.read_faults, pages / 16) << s.to_json();
   EXPECT_GT(s.read_around_pages, pages / 2) << s.to_json();
   EXPECT_TRUE(pager.unmap(const_cast<std::uint8_t*>(bytes)));
+}
+
+TEST(ReadFaults, AFileThatFitsIsReadInBlocksAroundRandomFaults) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::uint64_t pages = (std::uint64_t{32} << 20) / system_page_size();
+  expect_read_in_blocks_around_random_faults(reading_as_the_defaults(small_config(system_page_size(), 2 * pages)),
+                                             pages);
+}
+
+// The same with a file of the buffer's size: blocks go on to the last absent pages (Buffer::has_room), where they
+// once stopped a block short of the full buffer and every fault in the holes left between blocks read its own page.
+TEST(ReadFaults, AFileOfTheBuffersSizeIsReadInBlocksToItsLastPages) {
+  AUTOPAGER_REQUIRE_USERFAULTFD();
+  const std::size_t page = system_page_size();
+  const Config config = reading_as_the_defaults(small_config(page, (std::uint64_t{32} << 20) / page));
+  const PageMemory plan = plan_page_memory(config);
+  ASSERT_EQ(plan.unit, page);
+  expect_read_in_blocks_around_random_faults(config, plan.buffer_units);
 }
 
 // A file a little larger than the buffer, read in random order: while the buffer fills for the first time a fault
