@@ -12,9 +12,11 @@ The front is made of the ``ok`` search and defaults' trials that no other such t
 both, better in one). Memory is compared with the buffer as its tie-break: where the data fits, buffers of 4 and 8
 GiB peak at the same resident bytes, and the smaller stays on the front however the noise orders their figures, so
 that a rule choosing the least memory chooses the smaller buffer. ``smallest_within:P%`` chooses the least memory
-whose figure is within P% of the front's best, ``fastest_within:SIZE`` the best figure within SIZE of memory. The
-confirmation runs the chosen point and the front's fastest in the same interleaved rounds, with the defaults
-(autopager.tuner.front_confirmation); its result is the chosen point's, however the fastest fares.
+whose figure is within P% of the front's best, ``fastest_within:SIZE`` the best figure within SIZE of memory. After
+the search, a point whose one run could turn the choice within the noise is measured again, up to noise.max_runs
+runs (``Objective.unsettled``). The confirmation runs the chosen point and the front's fastest in the same
+interleaved rounds, with the defaults (autopager.tuner.front_confirmation); its result is the chosen point's,
+however the fastest fares.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from typing import Any, Iterable, Mapping
 from autopager.errors import ConfigError
 from autopager.parameters import format_size, parse_size
 from autopager.run.goal import Goal
-from autopager.tuner.measuring import measured_defaults
+from autopager.tuner.measuring import NOISE_BAND, measured_defaults
 from autopager.tuner.trial import Kind, Status, Trial
 
 METRIC, METRIC_AND_MEMORY = "metric", "metric_and_memory"  # objective=
@@ -90,6 +92,23 @@ class Selection:
         if self.rule == SMALLEST_WITHIN:
             return f"the least memory within {100 * self.bound:g}% of the best"
         return f"the best within {format_size(int(self.bound))} of memory"
+
+    def contested(self, points: list[Trial], goal: Goal, noise: float) -> list[Trial]:
+        """The points of the front whose figures could turn the choice within the noise (NOISE_BAND x ``noise``, a
+        fraction of the figure): for ``smallest_within`` the best figure, which sets the bound, and those within the
+        noise of the bound; for ``fastest_within`` those within SIZE and within the noise of the best there."""
+        band = NOISE_BAND * noise
+        if self.rule == SMALLEST_WITHIN:
+            if not points:
+                return []
+            best = goal.best(points, key=lambda row: row.value)
+            edge = 1 / (1 + self.bound)
+            return [row for row in points if row is best or abs(goal.speedup(row.value, best.value) - edge) <= band]
+        within = [row for row in points if memory_bytes(row) <= self.bound]
+        if not within:
+            return []
+        best = goal.best(within, key=lambda row: row.value)
+        return [row for row in within if goal.speedup(row.value, best.value) >= 1 - band]
 
     def choose(self, points: list[Trial], goal: Goal) -> Trial | None:
         """The point of the front (least memory first) the rule chooses; None if none qualifies."""
@@ -177,6 +196,14 @@ class Objective:
         """Time against memory: the front's point of the best figure (None: no front, or the metric alone)."""
         points = front(rows, goal) if self.weighs_memory else []
         return goal.best(points, key=lambda row: row.value) if points else None
+
+    def unsettled(self, rows: list[Trial], goal: Goal, noise: float, most_runs: int) -> list[Trial]:
+        """Time against memory: the front's search trials of fewer than ``most_runs`` runs whose figures could turn
+        the choice within the noise (Selection.contested), to be measured again before it is read."""
+        if not self.weighs_memory:
+            return []
+        return [row for row in self.selection.contested(front(rows, goal), goal, noise)
+                if row.kind is Kind.SEARCH and len(row.runs) < most_runs]
 
     def candidates(self, searched: list[Trial], rows: list[Trial], goal: Goal,
                    count: int) -> list[Trial] | None:

@@ -13,7 +13,7 @@ from typing import Callable
 from autopager.run.settings import StudySettings
 from autopager.tuner.in_flight import InFlight
 from autopager.tuner.measuring import Proposal
-from autopager.tuner.memory_front import memory_bytes
+from autopager.tuner.memory_front import Objective, memory_bytes
 from autopager.tuner.progress import Progress
 from autopager.tuner.scheduler import Report, Scheduler
 from autopager.tuner.space import Params, Space
@@ -133,6 +133,31 @@ class Search:
         proposal = Proposal(entry.started, time.perf_counter(), entry.ask_seconds, entry.proposed_by)
         self.scheduler.launch(entry.params, Kind.SEARCH, proposal, entry.timeout, entry.cap, continues=trial.number)
         return True
+
+    def measure_front_again(self, default: Trial, objective: Objective) -> None:
+        """Time against memory, after the search: the front's points whose one run could turn the rule's choice
+        within the noise measured again, up to noise.max_runs runs, so that the choice reads medians
+        (memory_front.Objective.unsettled). The defaults' runs still in flight are recorded as they end."""
+        pool, announced = self.scheduler.pool, False
+        while True:
+            flying = {entry.continues for entry in pool.flying.values()}
+            again = [row for row in objective.unsettled(self.trials.rows, self.trials.goal, self.trials.noise(),
+                                                        self.settings.noise.max_runs) if row.number not in flying]
+            if again and not announced:
+                self.progress.print(f"measuring the front's points near the choice again: "
+                                    f"{', '.join(f'trial {row.number}' for row in again)}")
+                announced = True
+            while again and pool.free():
+                row = again.pop(0)
+                if pool.launcher.workers == 1:
+                    self.progress.running(row.number, None, row.params)
+                cap = self.trials.cap_seconds(self.trials.cap_reference(row.params, default, self.caps_by_buffer))
+                self.scheduler.launch(row.params, Kind.SEARCH, Proposal.starting(row.proposed_by),
+                                      self.trials.timeout(default), cap, continues=row.number)
+            if not again and not any(entry.continues is not None for entry in pool.flying.values()):
+                return
+            for _, trial in self.scheduler.finished():
+                self.report(trial, None)
 
     def defaults_due(self) -> bool:
         """Whether to measure the defaults again now (noise.defaults_runs in all, every noise.defaults_every)."""

@@ -159,6 +159,7 @@ class Study:
                     kernel = self.kernel_mmap(default)
                     self.scheduler.drain(left)  # the trials an earlier tuner left: in the table before the search
                     self.search.run(default)
+                    self.search.measure_front_again(default, self.objective)
                     verdict = self.confirm(default)
                     self.scheduler.drain()  # the defaults' runs of the search still in flight, without confirmation
                     strategy.save(self.directory)

@@ -63,6 +63,33 @@ def test_the_front_of_a_grid_over_the_buffer(tuner_home, capsys):
     assert (report.parent / "memory.png").stat().st_size > 0
 
 
+def test_the_fronts_points_near_the_rules_bound_are_measured_again_before_it_chooses(tuner_home, capsys):
+    # each halving of the buffer below the synthetic's data costs half its time: 32MiB takes 1.5x the 64MiB's, within
+    # the noise (2 x 5%) of the bound of 40%; both are measured again, the points far from the bound are not
+    assert main(["tune", *COMMON, "strategy=grid", "objective=metric_and_memory", "space.page_size=256KiB",
+                 "space.fillers=4", "space.evictors=2", "space.evict_high_water=80", "space.evict_low_water=50",
+                 "space.read_ahead=4", "confirm.rounds=0", "select=smallest_within:40%", "noise.assumed=0.05"]) == 0
+    out = capsys.readouterr().out
+    rows = StudyTable(tuner_home / "outputs/synthetic/grid-size1-buf64MiB/trials.csv").rows
+    runs = {row.params["buffer_size"] >> 20: len(row.runs) for row in rows if row.kind is Kind.SEARCH}
+    assert runs == {4: 1, 8: 1, 16: 1, 32: 3, 64: 3}
+    by_buffer = {row.params["buffer_size"] >> 20: row.number for row in rows if row.kind is Kind.SEARCH}
+    assert f"measuring the front's points near the choice again: trial {by_buffer[32]}, trial {by_buffer[64]}" in out
+    assert f"chosen:                   trial {by_buffer[64]}" in out
+
+
+def test_points_contested_by_the_noise_are_those_that_could_turn_the_choice():
+    rows = [Trial(number, Kind.SEARCH, Status.OK, seconds, {"buffer_size": mib << 20}, stats={"resident_bytes": mib << 20})
+            for number, (mib, seconds) in enumerate([(1, 4.0), (2, 2.3), (4, 2.05), (8, 1.0)])]
+    points = front(rows, Goal.MINIMIZE)
+    contested = Selection.parse("smallest_within:100%").contested(points, Goal.MINIMIZE, 0.05)
+    assert [row.number for row in contested] == [1, 2, 3]  # 2.3 and 2.05 s near 2x the best; the best itself
+    assert Selection.parse("smallest_within:100%").contested(points, Goal.MINIMIZE, 0.0) == [rows[3]]
+    contested = Selection.parse("fastest_within:4MiB").contested(points, Goal.MINIMIZE, 0.1)
+    assert [row.number for row in contested] == [1, 2]  # within 4MiB: 2.05 s the best, 2.3 s within 20% of it
+    assert Objective("metric").unsettled(rows, Goal.MINIMIZE, 0.05, 3) == []
+
+
 def test_ax_searches_time_against_memory_after_the_ladder_and_the_chosen_point_is_confirmed_beside_the_fastest(
         tuner_home, capsys):
     study = tuner_home / "outputs/synthetic/ax-size1-buf64MiB"
