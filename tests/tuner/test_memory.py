@@ -79,7 +79,8 @@ def test_the_fronts_points_near_the_rules_bound_are_measured_again_before_it_cho
 
 
 def test_points_contested_by_the_noise_are_those_that_could_turn_the_choice():
-    rows = [Trial(number, Kind.SEARCH, Status.OK, seconds, {"buffer_size": mib << 20}, stats={"resident_bytes": mib << 20})
+    rows = [Trial(number, Kind.SEARCH, Status.OK, seconds, {"buffer_size": mib << 20},
+                  stats={"resident_bytes": mib << 20})
             for number, (mib, seconds) in enumerate([(1, 4.0), (2, 2.3), (4, 2.05), (8, 1.0)])]
     points = front(rows, Goal.MINIMIZE)
     contested = Selection.parse("smallest_within:100%").contested(points, Goal.MINIMIZE, 0.05)
